@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// cli is one invocation: its streams and global settings.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	home           string // --home, or "" for store.DefaultDir
+	logLevel       slog.Level
+}
+
+// A command is one subcommand of gatehouse.
+type command struct {
+	name    string // "server add"
+	usage   string // arguments, after the name
+	summary string // one line
+	help    string // paragraphs after the usage line
+	flags   func(*flag.FlagSet)
+	run     func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
+}
+
+var commands []*command
+
+func init() {
+	commands = []*command{
+		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd,
+		proxyCmd, benchCmd, versionCmd,
+	}
+}
+
+// usageError is a mistake in the command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// hintError is an error with a next step for the user.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() }
+func (e *hintError) Unwrap() error { return e.err }
+
+func withHint(err error, format string, args ...any) error {
+	return &hintError{err: err, hint: fmt.Sprintf(format, args...)}
+}
+
+// exitError carries an exit status without a message of its own (the
+// command already said what went wrong).
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, logLevel: slog.LevelInfo}
+	if v := os.Getenv("GATEHOUSE_LOG_LEVEL"); v != "" {
+		if err := c.logLevel.UnmarshalText([]byte(v)); err != nil {
+			fmt.Fprintf(stderr, "gatehouse: GATEHOUSE_LOG_LEVEL: %v\n", err)
+			return 2
+		}
+	}
+	err := c.dispatch(ctx, args)
+	var (
+		uerr *usageError
+		herr *hintError
+		xerr *exitError
+	)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &xerr):
+		return xerr.code
+	case errors.As(err, &uerr):
+		fmt.Fprintf(stderr, "gatehouse: %s\nhint: run 'gatehouse help' for usage\n", uerr.msg)
+		return 2
+	case errors.As(err, &herr):
+		fmt.Fprintf(stderr, "gatehouse: %v\nhint: %s\n", err, herr.hint)
+		return 1
+	default:
+		fmt.Fprintf(stderr, "gatehouse: %v\n", err)
+		return 1
+	}
+}
+
+func (c *cli) dispatch(ctx context.Context, args []string) error {
+	// Global flags may come before the command.
+	fs := c.flagSet("gatehouse", nil)
+	fs.Usage = func() { c.printHelp(c.stdout) }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	args = fs.Args()
+	if len(args) == 0 {
+		c.printHelp(c.stderr)
+		return &exitError{2}
+	}
+	if args[0] == "help" {
+		if len(args) > 1 {
+			if cmd, _ := lookup(args[1:]); cmd != nil {
+				c.printCommandHelp(c.stdout, cmd, c.flagSet(cmd.name, cmd.flags))
+				return nil
+			}
+		}
+		c.printHelp(c.stdout)
+		return nil
+	}
+	cmd, rest := lookup(args)
+	if cmd == nil {
+		if args[0] == "server" {
+			return usagef("server: unknown or missing subcommand %q (add, list, remove, test)", strings.Join(args[1:], " "))
+		}
+		return usagef("unknown command %q", args[0])
+	}
+	cfs := c.flagSet(cmd.name, cmd.flags)
+	cfs.Usage = func() { c.printCommandHelp(c.stdout, cmd, cfs) }
+	return cmd.run(ctx, c, cfs, rest)
+}
+
+// lookup finds the command named by the first one or two words of args.
+func lookup(args []string) (*command, []string) {
+	for _, cmd := range commands {
+		words := strings.Fields(cmd.name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == cmd.name {
+			return cmd, args[len(words):]
+		}
+	}
+	return nil, nil
+}
+
+// flagSet returns a flag set with the global flags and the command's own.
+func (c *cli) flagSet(name string, own func(*flag.FlagSet)) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.home, "home", c.home, "Gatehouse home `folder` (default $GATEHOUSE_HOME, else the user config folder)")
+	fs.TextVar(&c.logLevel, "log-level", &c.logLevel, "log `level`: debug, info, warn or error")
+	if own != nil {
+		own(fs)
+	}
+	return fs
+}
+
+// parse parses flags that may come before, between and after positional
+// arguments, and returns the positional ones. After stopAfter positionals
+// (when > 0), everything else is returned as it is: a server's command line
+// keeps its own flags.
+func parse(fs *flag.FlagSet, args []string, stopAfter int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err // the flag package has printed the usage
+			}
+			return nil, usagef("%s: %v", fs.Name(), err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// A "--" ends the flags: flag.Parse consumed it, so rest is shorter
+		// than what the parser was handed by one more than the flags it took.
+		if dashdash(args, rest) {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		if stopAfter > 0 && len(pos) == stopAfter {
+			return append(pos, rest[1:]...), nil
+		}
+		args = rest[1:]
+	}
+}
+
+// dashdash reports whether flag parsing of args stopped at a "--".
+func dashdash(args, rest []string) bool {
+	i := len(args) - len(rest) - 1
+	return i >= 0 && args[i] == "--"
+}
+
+func (c *cli) openStore(ctx context.Context) (*store.Store, error) {
+	st, err := store.Open(ctx, c.home, nil)
+	if err != nil {
+		return nil, withHint(err, "check that the home folder is writable, or choose another with --home or %s", store.EnvHome)
+	}
+	return st, nil
+}
+
+func (c *cli) printHelp(w io.Writer) {
+	fmt.Fprint(w, `gatehouse: a governed gate in front of your AI agents' MCP servers.
+
+Usage:
+  gatehouse [--home DIR] COMMAND [ARGUMENTS]
+
+Commands:
+`)
+	for _, cmd := range commands {
+		fmt.Fprintf(w, "  %-14s %s\n", cmd.name, cmd.summary)
+	}
+	fmt.Fprint(w, `
+Global flags (before or after the command):
+  --home DIR         Gatehouse home folder (default $GATEHOUSE_HOME, else the user config folder)
+  --log-level LEVEL  debug, info, warn or error (default info; or $GATEHOUSE_LOG_LEVEL)
+
+Run 'gatehouse COMMAND --help' for details of one command.
+`)
+}
+
+func (c *cli) printCommandHelp(w io.Writer, cmd *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: gatehouse %s %s\n\n%s\n", cmd.name, cmd.usage, cmd.summary)
+	if cmd.help != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(cmd.help))
+	}
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+var versionCmd = &command{
+	name:    "version",
+	summary: "print the version",
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		if _, err := parse(fs, args, 0); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "gatehouse %s\n", buildVersion())
+		return nil
+	},
+}
+
+// buildVersion is the version set at link time, else the module version or
+// VCS revision recorded by the go command.
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "dev-" + s.Value[:12]
+		}
+	}
+	return version
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// envFlag collects repeated --env KEY=VALUE flags.
+type envFlag map[string]string
+
+func (e envFlag) String() string { return "" }
+
+func (e envFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	e[k] = val
+	return nil
+}
+
+var serverAddCmd = &command{
+	name:    "server add",
+	usage:   "NAME [--env KEY=VALUE]... [--cwd DIR] [--] COMMAND [ARGS...]",
+	summary: "register an MCP server that runs on stdio",
+	help: `
+NAME is how the server is known to Gatehouse and in capability names
+(mcp.NAME.TOOL): letters, digits, '-' and '_'. Everything after the command
+is passed to it unchanged, flags included; put -- before the command when
+it starts with a dash.
+
+Example:
+  gatehouse server add files -- npx -y @modelcontextprotocol/server-filesystem ~/projects`,
+	flags: func(fs *flag.FlagSet) {
+		fs.Var(envFlag{}, "env", "set `KEY=VALUE` in the server's environment (repeatable)")
+		fs.String("cwd", "", "working `folder` of the server")
+	},
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		pos, err := parse(fs, args, 2)
+		if err != nil {
+			return err
+		}
+		if len(pos) < 2 {
+			return usagef("server add: want NAME and a COMMAND, as in: gatehouse server add NAME -- COMMAND [ARGS...]")
+		}
+		cwd := fs.Lookup("cwd").Value.String()
+		if cwd != "" {
+			if cwd, err = filepath.Abs(cwd); err != nil {
+				return err
+			}
+		}
+		srv := store.Server{
+			Name:      pos[0],
+			Transport: store.TransportStdio,
+			Command:   pos[1],
+			Args:      pos[2:],
+			Env:       fs.Lookup("env").Value.(envFlag),
+			Cwd:       cwd,
+		}
+		if err := srv.Validate(); err != nil {
+			return usagef("server add: %v", err)
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if err := st.AddServer(ctx, srv); err != nil {
+			if errors.Is(err, store.ErrExists) {
+				return withHint(err, "choose another name, or remove the old one first: gatehouse server remove %s", srv.Name)
+			}
+			return err
+		}
+		fmt.Fprintf(c.stderr, "gatehouse: added server %s\nhint: check it with: gatehouse server test %s\n", srv.Name, srv.Name)
+		return nil
+	},
+}
+
+var serverListCmd = &command{
+	name:    "server list",
+	summary: "list registered servers",
+	flags: func(fs *flag.FlagSet) {
+		fs.Bool("json", false, "print JSON")
+	},
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) > 0 {
+			return usagef("server list: unexpected argument %q", pos[0])
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		servers, err := st.Servers(ctx)
+		if err != nil {
+			return err
+		}
+		if fs.Lookup("json").Value.String() == "true" {
+			return printServersJSON(c.stdout, servers)
+		}
+		if len(servers) == 0 {
+			fmt.Fprintf(c.stderr, "gatehouse: no servers in %s\nhint: add one with: gatehouse server add NAME -- COMMAND [ARGS...]\n", st.Dir())
+			return nil
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tTRANSPORT\tCOMMAND")
+		for _, s := range servers {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Transport, commandLine(s))
+		}
+		return tw.Flush()
+	},
+}
+
+// commandLine renders a server's command for people, quoting arguments that
+// need it. Environment values are not shown: they may hold secrets.
+func commandLine(s store.Server) string {
+	parts := []string{quoteArg(s.Command)}
+	for _, a := range s.Args {
+		parts = append(parts, quoteArg(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+func quoteArg(a string) string {
+	if a != "" && !strings.ContainsAny(a, " \t\n\"'\\$`") {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+}
+
+func printServersJSON(w io.Writer, servers []store.Server) error {
+	type entry struct {
+		Name      string    `json:"name"`
+		Transport string    `json:"transport"`
+		Command   string    `json:"command"`
+		Args      []string  `json:"args"`
+		EnvKeys   []string  `json:"envKeys"`
+		Cwd       string    `json:"cwd,omitempty"`
+		CreatedAt time.Time `json:"createdAt"`
+	}
+	out := make([]entry, 0, len(servers))
+	for _, s := range servers {
+		keys := make([]string, 0, len(s.Env))
+		for _, kv := range s.EnvList() {
+			k, _, _ := strings.Cut(kv, "=")
+			keys = append(keys, k)
+		}
+		out = append(out, entry{s.Name, s.Transport, s.Command, s.Args, keys, s.Cwd, s.CreatedAt})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+var serverRemoveCmd = &command{
+	name:    "server remove",
+	usage:   "NAME",
+	summary: "unregister a server",
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("server remove: want exactly one NAME")
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if err := st.RemoveServer(ctx, pos[0]); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return withHint(err, "see the registered servers with: gatehouse server list")
+			}
+			return err
+		}
+		fmt.Fprintf(c.stderr, "gatehouse: removed server %s\n", pos[0])
+		return nil
+	},
+}
+
+var serverTestCmd = &command{
+	name:    "server test",
+	usage:   "NAME",
+	summary: "start a server, list its tools and print a health line",
+	flags: func(fs *flag.FlagSet) {
+		fs.Duration("timeout", 30*time.Second, "give up after `duration`")
+		fs.Bool("tools", false, "also list the tools")
+	},
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("server test: want exactly one NAME")
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		srv, err := lookupServer(ctx, st, pos[0])
+		st.Close()
+		if err != nil {
+			return err
+		}
+		timeout := fs.Lookup("timeout").Value.(flag.Getter).Get().(time.Duration)
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		h, err := gateway.Probe(ctx, gatewayCommand(srv), c.stderr)
+		if err != nil {
+			fmt.Fprintf(c.stdout, "✘ %s: %v\n", srv.Name, err)
+			return &exitError{1}
+		}
+		fmt.Fprintf(c.stdout, "✔ %s: connected in %s, %d tools (%s %s, protocol %s)\n",
+			srv.Name, h.ConnectTime.Round(time.Millisecond), len(h.Tools), h.ServerName, h.ServerVersion, h.ProtocolVersion)
+		if fs.Lookup("tools").Value.String() == "true" {
+			for _, t := range h.Tools {
+				desc, _, _ := strings.Cut(t.Description, "\n")
+				fmt.Fprintf(c.stdout, "  %-28s %s\n", t.Name, desc)
+			}
+		}
+		return nil
+	},
+}
+
+func lookupServer(ctx context.Context, st *store.Store, name string) (store.Server, error) {
+	srv, err := st.Server(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return srv, withHint(fmt.Errorf("no server named %q in %s", name, st.Dir()),
+			"see the registered servers with: gatehouse server list")
+	}
+	return srv, err
+}
+
+// gatewayCommand is how the gateway starts srv.
+func gatewayCommand(srv store.Server) gateway.Command {
+	return gateway.Command{Path: srv.Command, Args: srv.Args, Env: srv.EnvList(), Dir: srv.Cwd}
+}

@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Health is what [Probe] found out about a server.
+type Health struct {
+	ServerName      string        // serverInfo.name
+	ServerVersion   string        // serverInfo.version
+	ProtocolVersion string        // negotiated protocol version
+	Tools           []ToolInfo    // every tool, across pages
+	ConnectTime     time.Duration // start to initialized
+	ListTime        time.Duration // tools/list, all pages
+}
+
+// ToolInfo names a tool a server offers.
+type ToolInfo struct {
+	Name        string
+	Description string
+}
+
+// Probe starts the server as a real MCP client would, completes the
+// handshake, lists its tools and stops it. The server's stderr goes to
+// stderr (nil discards it). ctx bounds the whole probe.
+func Probe(ctx context.Context, c Command, stderr io.Writer) (*Health, error) {
+	cmd := exec.Command(c.Path, c.Args...)
+	cmd.Env = append(cmd.Environ(), c.Env...)
+	cmd.Dir = c.Dir
+	setProcAttr(cmd)
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "gatehouse-probe", Version: "1"}, nil)
+	start := time.Now()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
+	if err != nil {
+		if cmd.Process == nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("handshake: %w", err)
+	}
+	defer cs.Close()
+	h := &Health{ConnectTime: time.Since(start)}
+	if res := cs.InitializeResult(); res != nil {
+		h.ProtocolVersion = res.ProtocolVersion
+		if res.ServerInfo != nil {
+			h.ServerName, h.ServerVersion = res.ServerInfo.Name, res.ServerInfo.Version
+		}
+		if res.Capabilities == nil || res.Capabilities.Tools == nil {
+			return h, nil // a server without tools is healthy
+		}
+	}
+	start = time.Now()
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return h, fmt.Errorf("tools/list: no answer in time: %w", err)
+			}
+			return h, fmt.Errorf("tools/list: %w", err)
+		}
+		h.Tools = append(h.Tools, ToolInfo{Name: tool.Name, Description: tool.Description})
+	}
+	h.ListTime = time.Since(start)
+	return h, nil
+}

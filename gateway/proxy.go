@@ -1,0 +1,371 @@
+// Package gateway is Gatehouse's MCP proxy: it stands between an MCP client
+// (Claude Desktop, Claude Code, Cursor, ...) and one MCP server, and relays
+// everything between them.
+//
+// A [Proxy] speaks MCP over stdio to its client, starts the server as a child
+// process, and relays JSON-RPC messages both ways at the message level: each
+// message is forwarded as the bytes that arrived, so both protocol eras
+// (initialize up to 2025-11-25, the stateless 2026-07-28 with its
+// server/discover probe), every method, notification and server-to-client
+// request (sampling, elicitation, roots), and every field the proxy does not
+// know pass unchanged. Tools keep their names.
+//
+// The proxy answers for itself only where relaying cannot: a line that is not
+// JSON-RPC gets a parse or invalid-request error and reading goes on; a
+// message over the size limit is refused with an error naming the limit; a
+// server that cannot start, or exits, fails every request in flight and every
+// later one with an error that says so, so the client never waits forever. A
+// refused or failed tools/call is answered as a tool result with isError set,
+// which the model reads; other methods get a JSON-RPC error.
+//
+// Stopping is bounded: when the client goes away the server's stdin is closed,
+// then it is sent SIGTERM, then killed with its process group.
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// DefaultMaxMessageBytes bounds one JSON-RPC message in either direction.
+const DefaultMaxMessageBytes = 32 << 20
+
+// ErrServerExited is returned by [Proxy.Serve] when the server ended before
+// the client did.
+var ErrServerExited = errors.New("server exited")
+
+// Options configure a [Proxy]. Nil options mean the defaults.
+type Options struct {
+	// Logger receives the proxy's own log records; nil discards them.
+	// Records never hold tool arguments or results.
+	Logger *slog.Logger
+	// Stderr receives the server's stderr; nil means os.Stderr.
+	Stderr io.Writer
+	// MaxMessageBytes bounds one message; zero means DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// StopGrace is how long the server gets to exit after its stdin closes,
+	// and again after SIGTERM, before it is killed. Zero means 2 seconds.
+	StopGrace time.Duration
+}
+
+// A Proxy relays one MCP client to one stdio MCP server.
+type Proxy struct {
+	name    string
+	command Command
+	log     *slog.Logger
+	stderr  io.Writer
+	max     int
+	grace   time.Duration
+}
+
+// New returns a proxy for the server called name, started with command.
+func New(name string, command Command, opts *Options) *Proxy {
+	if opts == nil {
+		opts = &Options{}
+	}
+	p := &Proxy{name: name, command: command, log: opts.Logger, stderr: opts.Stderr,
+		max: opts.MaxMessageBytes, grace: opts.StopGrace}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.log = p.log.With(slog.String("server", name))
+	if p.stderr == nil {
+		p.stderr = os.Stderr
+	}
+	if p.max <= 0 {
+		p.max = DefaultMaxMessageBytes
+	}
+	if p.grace <= 0 {
+		p.grace = 2 * time.Second
+	}
+	return p
+}
+
+// Serve starts the server and relays between it and the client on in and
+// out until the client closes in (nil is returned), ctx is done, or the
+// server exits (an error wrapping [ErrServerExited] is returned once the
+// client has been told and has closed in). Only JSON-RPC messages are ever
+// written to out.
+func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	r := &relay{p: p, up: &lineWriter{w: out}, pending: map[string]string{}}
+	clientDone := make(chan error, 1)
+
+	start := time.Now()
+	ch, err := startChild(p.command, p.stderr)
+	if err != nil {
+		err = startError(p.name, p.command, err)
+		p.log.Error("server did not start", slog.Any("err", err))
+		Refuse(ctx, in, out, err)
+		return err
+	}
+	r.down = &lineWriter{w: ch.stdin}
+	p.log.Info("server started", slog.Int("server_pid", ch.cmd.Process.Pid), slog.Duration("spawn", time.Since(start)))
+
+	serverDone := make(chan error, 1)
+	go func() { serverDone <- r.serverPump(ch.stdout) }()
+	go func() { clientDone <- r.clientPump(in) }()
+
+	select {
+	case err := <-clientDone:
+		if err != nil {
+			p.log.Error("reading from client", slog.Any("err", err))
+		}
+		// Let the server finish what it was answering while it shuts down.
+		ch.stop(p.grace)
+		p.drain(serverDone)
+		p.log.Info("client closed; server stopped")
+		return nil
+	case <-ctx.Done():
+		ch.stop(p.grace)
+		p.drain(serverDone)
+		p.log.Info("stopped", slog.Any("reason", context.Cause(ctx)))
+		return nil
+	case err := <-serverDone:
+		if err != nil {
+			p.log.Error("reading from server", slog.Any("err", err))
+		}
+		ch.awaitExit(ctx, p.grace)
+		exit := fmt.Errorf("server %q %w", p.name, ch.exitError())
+		p.log.Error("server ended before the client", slog.Any("err", exit))
+		r.fail(fmt.Errorf("%w; reconnect (or restart the MCP client) to start it again", exit))
+		select {
+		case <-clientDone:
+		case <-ctx.Done():
+		}
+		return fmt.Errorf("%w: %w", ErrServerExited, exit)
+	}
+}
+
+// drain waits, bounded, for the server's last output once it has been
+// stopped: a grandchild that left its own process group could hold the pipe.
+func (p *Proxy) drain(serverDone <-chan error) {
+	select {
+	case <-serverDone:
+	case <-time.After(p.grace):
+		p.log.Warn("server output still open after it was stopped; leaving it")
+	}
+}
+
+// relay is the state shared by the two directions of one proxied session.
+type relay struct {
+	p    *Proxy
+	up   *lineWriter // to the client
+	down *lineWriter // to the server; nil when it never started
+
+	mu      sync.Mutex
+	pending map[string]string // client request id -> method, awaiting the server; guarded by mu
+	failed  error             // set once the server is gone; guarded by mu
+}
+
+// fail marks the server as gone and answers every request in flight.
+func (r *relay) fail(err error) {
+	r.mu.Lock()
+	r.failed = err
+	pending := r.pending
+	r.pending = map[string]string{}
+	r.mu.Unlock()
+	for id, method := range pending {
+		r.up.write(failureResponse(json.RawMessage(id), method, "Gatehouse: "+err.Error()))
+	}
+}
+
+// clientPump relays client -> server until in ends.
+func (r *relay) clientPump(in io.Reader) error {
+	fr := newFrameReader(in, r.p.max)
+	for {
+		frame, err := fr.next()
+		var tooLarge *tooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
+			id, method := headFields(tooLarge.Head)
+			r.p.log.Warn("refused an oversized message from the client",
+				slog.Int64("bytes", tooLarge.Size), slog.String("method", method))
+			if id != nil {
+				r.up.write(failureResponse(id, method, fmt.Sprintf(
+					"Gatehouse refused this %s request: it is %d bytes, over the proxy's %d-byte limit per message.",
+					method, tooLarge.Size, tooLarge.Limit)))
+			} else {
+				r.up.write(errorResponse(nil, codeInvalidRequest, "Gatehouse: "+tooLarge.Error()))
+			}
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+		r.fromClient(frame)
+	}
+}
+
+func (r *relay) fromClient(frame []byte) {
+	msgs, batch, err := parseFrame(frame)
+	if err != nil {
+		code := codeInvalidRequest
+		if errors.Is(err, errNotJSON) {
+			code = codeParseError
+		}
+		var id json.RawMessage
+		if len(msgs) == 1 {
+			id = msgs[0].id
+		}
+		r.p.log.Warn("refused a malformed message from the client", slog.Any("err", err))
+		r.up.write(errorResponse(id, code, "Gatehouse: "+err.Error()))
+		return
+	}
+	// Register requests before they can be answered, and refuse them all if
+	// the server is gone.
+	r.mu.Lock()
+	failed := r.failed
+	if failed == nil {
+		for _, m := range msgs {
+			switch m.kind {
+			case kindRequest:
+				r.pending[string(m.id)] = m.method
+			case kindNotification:
+				if m.method == "notifications/cancelled" {
+					if id := cancelledID(m.raw); id != nil {
+						delete(r.pending, string(id))
+					}
+				}
+			}
+		}
+	}
+	r.mu.Unlock()
+	if failed != nil {
+		for _, m := range msgs {
+			if m.kind == kindRequest {
+				r.up.write(failureResponse(m.id, m.method, "Gatehouse: "+failed.Error()))
+			}
+		}
+		return
+	}
+	if batch {
+		for _, m := range msgs {
+			if m.kind == kindInvalid {
+				r.p.log.Warn("relaying a batch with an invalid member")
+			}
+		}
+	}
+	if err := r.down.write(frame); err != nil {
+		// The server's stdin is closed: it is exiting. The server pump will
+		// see it and fail whatever is still pending.
+		r.p.log.Warn("writing to server", slog.Any("err", err))
+	}
+}
+
+// cancelledID returns params.requestId of a notifications/cancelled message.
+func cancelledID(raw []byte) json.RawMessage {
+	var n struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &n) != nil {
+		return nil
+	}
+	return n.Params.RequestID
+}
+
+// serverPump relays server -> client until the server's stdout ends.
+func (r *relay) serverPump(stdout io.Reader) error {
+	fr := newFrameReader(stdout, r.p.max)
+	for {
+		frame, err := fr.next()
+		var tooLarge *tooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
+			r.fromServerTooLarge(tooLarge)
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+		r.fromServer(frame)
+	}
+}
+
+func (r *relay) fromServer(frame []byte) {
+	msgs, _, err := parseFrame(frame)
+	if err != nil {
+		// Servers that print logs to stdout are common; such lines would
+		// break the client's stream. Drop them and say so.
+		r.p.log.Warn("dropped a line from the server's stdout that is not JSON-RPC",
+			slog.Any("err", err), slog.Int("bytes", len(frame)))
+		return
+	}
+	r.mu.Lock()
+	for _, m := range msgs {
+		if m.kind == kindResponse {
+			delete(r.pending, string(m.id))
+		}
+	}
+	r.mu.Unlock()
+	r.up.write(frame)
+}
+
+func (r *relay) fromServerTooLarge(e *tooLargeError) {
+	id, _ := headFields(e.Head)
+	r.mu.Lock()
+	method, ok := r.pending[string(id)]
+	if ok {
+		delete(r.pending, string(id))
+	}
+	r.mu.Unlock()
+	r.p.log.Warn("dropped an oversized message from the server", slog.Int64("bytes", e.Size))
+	if ok {
+		r.up.write(failureResponse(id, method, fmt.Sprintf(
+			"Gatehouse: the server's answer is %d bytes, over the proxy's %d-byte limit per message; it was not delivered.",
+			e.Size, e.Limit)))
+	}
+}
+
+// lineWriter writes newline-terminated messages, one whole message per Write,
+// safe for concurrent use.
+type lineWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf bytes.Buffer // guarded by mu
+	err error        // first write error; guarded by mu
+}
+
+func (l *lineWriter) write(msg []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	l.buf.Reset()
+	l.buf.Write(msg)
+	l.buf.WriteByte('\n')
+	_, l.err = l.w.Write(l.buf.Bytes())
+	if l.buf.Cap() > 1<<20 {
+		l.buf = bytes.Buffer{} // do not hold on to a huge message's memory
+	}
+	return l.err
+}
+
+// Refuse answers every request from the client with err until the client
+// closes in or ctx is done: for a proxy that cannot run its server at all
+// (an unknown server name, an unreadable home folder), so that the client
+// shows why instead of a dropped connection. tools/call gets an isError
+// result, other requests a JSON-RPC error; notifications are ignored.
+func Refuse(ctx context.Context, in io.Reader, out io.Writer, err error) {
+	p := New("", Command{}, nil)
+	r := &relay{p: p, up: &lineWriter{w: out}, pending: map[string]string{}}
+	r.fail(err)
+	done := make(chan error, 1)
+	go func() { done <- r.clientPump(in) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// TransportStdio is a server Gatehouse starts as a child process and speaks to
+// over its stdin and stdout.
+const TransportStdio = "stdio"
+
+// A Server is an MCP server registered with Gatehouse: what `gatehouse proxy
+// NAME` starts and relays to.
+type Server struct {
+	Name      string
+	Transport string            // TransportStdio
+	Command   string            // program to run
+	Args      []string          // its arguments
+	Env       map[string]string // added to the environment it inherits
+	Cwd       string            // working folder; empty means the proxy's
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// nameRE is what a server name may be: it becomes part of capability names
+// (mcp.<server>.<tool>), so it holds no dots or spaces.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// ValidateName reports whether name can name a server.
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("invalid server name %q: use 1-64 letters, digits, '-' or '_', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// Validate reports whether s can be registered.
+func (s *Server) Validate() error {
+	if err := ValidateName(s.Name); err != nil {
+		return err
+	}
+	switch s.Transport {
+	case TransportStdio:
+	default:
+		return fmt.Errorf("server %s: unknown transport %q", s.Name, s.Transport)
+	}
+	if s.Command == "" {
+		return fmt.Errorf("server %s: no command", s.Name)
+	}
+	for k := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("server %s: invalid environment variable name %q", s.Name, k)
+		}
+	}
+	return nil
+}
+
+// AddServer registers s. It fails with [ErrExists] when the name is taken.
+func (st *Store) AddServer(ctx context.Context, s Server) error {
+	if s.Transport == "" {
+		s.Transport = TransportStdio
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	args, err := json.Marshal(nonNil(s.Args))
+	if err != nil {
+		return fmt.Errorf("add server %s: %w", s.Name, err)
+	}
+	env, err := json.Marshal(nonNilMap(s.Env))
+	if err != nil {
+		return fmt.Errorf("add server %s: %w", s.Name, err)
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	_, err = st.db.ExecContext(ctx, `INSERT INTO servers (name, transport, command, args, env, cwd, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, now, now)
+	var serr *sqlite.Error
+	if errors.As(err, &serr) && serr.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+		return fmt.Errorf("add server %s: %w", s.Name, ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("add server %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// Server returns the server called name, or an error wrapping [ErrNotFound].
+func (st *Store) Server(ctx context.Context, name string) (Server, error) {
+	row := st.db.QueryRowContext(ctx, `SELECT `+serverColumns+` FROM servers WHERE name = ?`, name)
+	s, err := scanServer(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Server{}, fmt.Errorf("server %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Server{}, fmt.Errorf("read server %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// Servers returns every registered server, ordered by name.
+func (st *Store) Servers(ctx context.Context) ([]Server, error) {
+	rows, err := st.db.QueryContext(ctx, `SELECT `+serverColumns+` FROM servers ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list servers: %w", err)
+	}
+	defer rows.Close()
+	var out []Server
+	for rows.Next() {
+		s, err := scanServer(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list servers: %w", err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list servers: %w", err)
+	}
+	return out, nil
+}
+
+// RemoveServer deletes the server called name, or returns an error wrapping
+// [ErrNotFound].
+func (st *Store) RemoveServer(ctx context.Context, name string) error {
+	res, err := st.db.ExecContext(ctx, `DELETE FROM servers WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("remove server %s: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("server %s: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+const serverColumns = `name, transport, command, args, env, cwd, created_at, updated_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanServer(row scanner) (Server, error) {
+	var (
+		s                Server
+		args, env        string
+		created, updated string
+	)
+	if err := row.Scan(&s.Name, &s.Transport, &s.Command, &args, &env, &s.Cwd, &created, &updated); err != nil {
+		return Server{}, err
+	}
+	if err := json.Unmarshal([]byte(args), &s.Args); err != nil {
+		return Server{}, fmt.Errorf("server %s: args: %w", s.Name, err)
+	}
+	if err := json.Unmarshal([]byte(env), &s.Env); err != nil {
+		return Server{}, fmt.Errorf("server %s: env: %w", s.Name, err)
+	}
+	s.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+	s.UpdatedAt, _ = time.Parse(time.RFC3339Nano, updated)
+	return s, nil
+}
+
+// EnvList returns s.Env as sorted KEY=VALUE strings, ready for [exec.Cmd].
+func (s *Server) EnvList() []string {
+	out := make([]string, 0, len(s.Env))
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		out = append(out, k+"="+s.Env[k])
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}

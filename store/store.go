@@ -1,0 +1,224 @@
+// Package store is the Gatehouse home folder and the SQLite database in it.
+//
+// Every Gatehouse process (the tray app, each proxy an MCP client starts, the
+// CLI) opens the same home folder at once, so the database is shared by many
+// writers: it runs in WAL mode, every write transaction begins IMMEDIATE, and
+// nothing is cached in memory that another process could make stale.
+//
+// # Location
+//
+// The home folder is, in order: the path given to [Open]; the folder named by
+// the GATEHOUSE_HOME environment variable; a "gatehouse" folder in the user's
+// config folder ([os.UserConfigDir]). Tests and separate profiles set
+// GATEHOUSE_HOME (or pass --home) so they never touch the user's real data.
+//
+// # Schema
+//
+// Each package that keeps tables here registers numbered migrations under its
+// own component name with [Store.Migrate]; applied steps are recorded in the
+// migrations table and never run twice, even when several processes start at
+// the same moment.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go)
+)
+
+// EnvHome names the environment variable that overrides the home folder.
+const EnvHome = "GATEHOUSE_HOME"
+
+// DatabaseFile is the name of the database inside the home folder.
+const DatabaseFile = "gatehouse.db"
+
+// ErrNotFound is returned when a named record does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrExists is returned when a record with the same name already exists.
+var ErrExists = errors.New("already exists")
+
+// DefaultDir returns the home folder used when none is given: $GATEHOUSE_HOME,
+// or the "gatehouse" folder ("Gatehouse" on macOS and Windows) in the user's
+// config folder.
+func DefaultDir() (string, error) {
+	if dir := os.Getenv(EnvHome); dir != "" {
+		return filepath.Abs(dir)
+	}
+	cfg, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("locate home folder: %w (set %s)", err, EnvHome)
+	}
+	name := "gatehouse"
+	if runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
+		name = "Gatehouse"
+	}
+	return filepath.Join(cfg, name), nil
+}
+
+// A Store is an open Gatehouse home folder. It is safe for concurrent use.
+type Store struct {
+	dir string
+	db  *sql.DB
+}
+
+// Options configure [Open]. The zero value is ready to use.
+type Options struct {
+	// BusyTimeout bounds how long a write waits for another process's
+	// transaction before failing. Zero means 10 seconds.
+	BusyTimeout time.Duration
+}
+
+// Open opens (creating when needed) the home folder dir and its database, and
+// applies the store's own migrations. An empty dir means [DefaultDir].
+func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if dir == "" {
+		d, err := DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open home folder: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create home folder: %w", err)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 10 * time.Second
+	}
+	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, DatabaseFile), busy))
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	s := &Store{dir: dir, db: db}
+	if err := s.check(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.Migrate(ctx, "store", storeMigrations); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dsn builds the connection string. Pragmas go in the DSN because
+// database/sql pools connections and an Exec'd pragma reaches only one;
+// _txlock=immediate makes every BeginTx take the write lock up front, which is
+// what keeps several writing processes free of SQLITE_BUSY_SNAPSHOT.
+func dsn(path string, busy time.Duration) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	return "file:" + filepath.ToSlash(path) + "?" + q.Encode()
+}
+
+// check verifies that the database opened for real and runs in WAL mode.
+func (s *Store) check(ctx context.Context) error {
+	var mode string
+	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("open database %s: %w", s.DatabasePath(), err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("open database %s: journal mode is %q, want wal", s.DatabasePath(), mode)
+	}
+	return nil
+}
+
+// Dir returns the home folder's absolute path.
+func (s *Store) Dir() string { return s.dir }
+
+// DatabasePath returns the database file's path.
+func (s *Store) DatabasePath() string { return filepath.Join(s.dir, DatabaseFile) }
+
+// LogPath returns the path of the log file Gatehouse processes append to.
+func (s *Store) LogPath() string { return filepath.Join(s.dir, "logs", "gatehouse.log") }
+
+// DB returns the shared database handle for packages that keep their own
+// tables here (after registering them with [Store.Migrate]).
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Migrate applies, in order, the steps of component that this database has not
+// applied yet. Step i (from 1) is recorded as version i; steps are never
+// renumbered or edited once released, only appended. Each step runs in its own
+// IMMEDIATE transaction, so processes starting together apply it once.
+func (s *Store) Migrate(ctx context.Context, component string, steps []string) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (
+		component  TEXT    NOT NULL,
+		version    INTEGER NOT NULL,
+		applied_at TEXT    NOT NULL,
+		PRIMARY KEY (component, version)
+	) STRICT`); err != nil {
+		return fmt.Errorf("migrate %s: %w", component, err)
+	}
+	for i, step := range steps {
+		if err := s.migrateStep(ctx, component, i+1, step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) migrateStep(ctx context.Context, component string, version int, step string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate %s to %d: %w", component, version, err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM migrations WHERE component = ? AND version = ?`,
+		component, version).Scan(&n); err != nil {
+		return fmt.Errorf("migrate %s to %d: %w", component, version, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, step); err != nil {
+		return fmt.Errorf("migrate %s to %d: %w", component, version, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO migrations (component, version, applied_at) VALUES (?, ?, ?)`,
+		component, version, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		return fmt.Errorf("migrate %s to %d: %w", component, version, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate %s to %d: %w", component, version, err)
+	}
+	return nil
+}
+
+// storeMigrations are the store's own schema steps. Append only.
+var storeMigrations = []string{
+	// 1: the server registry.
+	`CREATE TABLE servers (
+		name       TEXT NOT NULL PRIMARY KEY,
+		transport  TEXT NOT NULL,
+		command    TEXT NOT NULL,
+		args       TEXT NOT NULL, -- JSON array of strings
+		env        TEXT NOT NULL, -- JSON object of strings
+		cwd        TEXT NOT NULL,
+		created_at TEXT NOT NULL,
+		updated_at TEXT NOT NULL
+	) STRICT`,
+}
