@@ -67,7 +67,8 @@ func (f *frameReader) readLine() ([]byte, error) {
 		chunk, err := f.r.ReadSlice('\n')
 		size += int64(len(chunk))
 		if !tooLarge {
-			if len(f.buf)+len(chunk) > f.max {
+			// The limit counts the message, not its newline.
+			if len(f.buf)+len(chunk) > f.max+1 || (err != nil && len(f.buf)+len(chunk) > f.max) {
 				tooLarge = true
 				keep := min(headSize, len(f.buf))
 				head := append([]byte(nil), f.buf[:keep]...)

@@ -1,0 +1,422 @@
+// Package bench measures what the Gatehouse proxy costs an MCP client: the
+// throughput and latency of tool calls, and the time to start.
+//
+// The measured server is [ServeEcho], a small MCP server written with the MCP
+// Go SDK and run as `gatehouse bench-echo-server`. [Run] talks to it with the
+// SDK's client in two ways:
+//
+//   - direct: the client starts `gatehouse bench-echo-server` itself;
+//   - proxy: the client starts `gatehouse proxy bench-echo --home HOME`, which
+//     starts the same server and relays every message, as MCP clients use it.
+//
+// # Reading the figures
+//
+// Shared and laptop machines are noisy, so the two are never measured apart:
+// calls run in rounds that alternate direct, proxy, proxy, direct, ... on
+// long-lived sessions, and start-up samples alternate the same way, so that
+// a burst of load from elsewhere falls on both. The figure to read is the
+// ratio of the two, measured side by side; the absolute numbers say more
+// about the machine than about Gatehouse.
+//
+// Start-up is the time from spawning the process to the answer to
+// initialize, pinned to protocol 2025-11-25 so that no server/discover probe
+// is counted.
+//
+// The `gatehouse bench` command prepares a temporary home with the server
+// registered and prints a [Report]; docs/performance.md has the figures and
+// how to reproduce them.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The goals the proxy is held to (see docs/performance.md).
+const (
+	// GoalThroughput is the least share of direct throughput the proxy keeps.
+	GoalThroughput = 0.80
+	// GoalStartup bounds the proxy's start-up, spawn to initialize answer.
+	GoalStartup = 20 * time.Millisecond
+)
+
+// callTimeout bounds one echo call, so that a stalled call ends the run with
+// an error instead of hanging it.
+const callTimeout = 30 * time.Second
+
+// Config says what [Run] measures. Zero fields take the defaults shown.
+type Config struct {
+	Gatehouse   string `json:"-"` // path of the gatehouse binary; required
+	Home        string `json:"-"` // home folder where [ServerName] runs `Gatehouse bench-echo-server`; required
+	Calls       int    `json:"calls"`       // echo calls per mode; 2000
+	Concurrency int    `json:"concurrency"` // callers sharing one session; 1
+	Starts      int    `json:"starts"`      // start-up samples per mode; 30
+	Payload     int    `json:"payload"`     // bytes of each echo message; 100
+	Rounds      int    `json:"rounds"`      // rounds per mode the calls are split into; 10
+}
+
+func (c *Config) setDefaults() error {
+	if c.Gatehouse == "" {
+		return errors.New("bench: no gatehouse binary")
+	}
+	if c.Home == "" {
+		return errors.New("bench: no home folder")
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.Calls, 2000)
+	def(&c.Concurrency, 1)
+	def(&c.Starts, 30)
+	def(&c.Payload, 100)
+	def(&c.Rounds, 10)
+	c.Rounds = min(c.Rounds, c.Calls)
+	return nil
+}
+
+// A Report holds the figures of one [Run].
+type Report struct {
+	Machine Machine `json:"machine"`
+	Config  Config  `json:"config"`
+
+	Direct Calls `json:"direct"`
+	Proxy  Calls `json:"proxy"`
+	// Ratio is the proxy's calls/s over direct calls/s.
+	Ratio float64 `json:"ratio"`
+	// RoundRatios are the ratios of each pair of rounds, in order: their
+	// spread shows how noisy the machine was.
+	RoundRatios []float64 `json:"round_ratios"`
+
+	StartDirect Startup `json:"start_direct"`
+	StartProxy  Startup `json:"start_proxy"`
+	// StartAdded is what the proxy adds to start-up: the difference of the
+	// two medians.
+	StartAdded time.Duration `json:"start_added_ns"`
+}
+
+// Calls are the throughput and latency figures of one mode.
+type Calls struct {
+	Calls     int           `json:"calls"`
+	Elapsed   time.Duration `json:"elapsed_ns"` // wall time of all rounds
+	PerSecond float64       `json:"calls_per_second"`
+	P50       time.Duration `json:"p50_ns"`
+	P90       time.Duration `json:"p90_ns"`
+	P99       time.Duration `json:"p99_ns"`
+	Max       time.Duration `json:"max_ns"`
+	// Rounds are the calls/s of each round, in the order they ran.
+	Rounds []float64 `json:"rounds"`
+}
+
+// Startup are the start-up figures of one mode: spawn to initialize answer.
+type Startup struct {
+	Samples int           `json:"samples"`
+	P50     time.Duration `json:"p50_ns"`
+	P90     time.Duration `json:"p90_ns"`
+	Min     time.Duration `json:"min_ns"`
+	Max     time.Duration `json:"max_ns"`
+}
+
+// ThroughputMet reports whether the proxy kept [GoalThroughput].
+func (r *Report) ThroughputMet() bool { return r.Ratio >= GoalThroughput }
+
+// StartupMet reports whether the proxy's median start-up is under [GoalStartup].
+func (r *Report) StartupMet() bool { return r.StartProxy.P50 < GoalStartup }
+
+// mode is one way of reaching the echo server.
+type mode struct {
+	name string
+	argv []string
+}
+
+func modes(c *Config) (direct, proxy mode) {
+	return mode{"direct", []string{c.Gatehouse, ServeCommand}},
+		mode{"proxy", []string{c.Gatehouse, "proxy", ServerName, "--home", c.Home}}
+}
+
+// Run measures echo calls and start-up, direct and through the proxy. It
+// fails if any call fails or does not echo its message.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	direct, proxy := modes(&cfg)
+	r := &Report{Machine: DescribeMachine(), Config: cfg}
+	if err := r.measureCalls(ctx, &cfg, direct, proxy); err != nil {
+		return nil, err
+	}
+	if err := r.measureStartup(ctx, &cfg, direct, proxy); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Report) measureCalls(ctx context.Context, cfg *Config, direct, proxy mode) error {
+	type side struct {
+		mode
+		s       *session
+		lat     []time.Duration
+		elapsed time.Duration
+		rounds  []float64
+	}
+	sides := [2]*side{{mode: direct}, {mode: proxy}}
+	for _, sd := range sides {
+		s, _, err := startSession(ctx, sd.argv)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", sd.name, err)
+		}
+		defer s.close()
+		sd.s = s
+		// Warm up: the first calls pay for page faults and lazy setup.
+		if _, err := callRound(ctx, s, 50, cfg.Concurrency, cfg.Payload, 0); err != nil {
+			return fmt.Errorf("%s: warm-up: %w", sd.name, err)
+		}
+	}
+	next := 0 // number of the next call's message
+	for round := range cfg.Rounds {
+		n := cfg.Calls / cfg.Rounds
+		if round == cfg.Rounds-1 {
+			n = cfg.Calls - n*(cfg.Rounds-1)
+		}
+		// direct, proxy, proxy, direct, ...: neither side always goes first.
+		order := []*side{sides[0], sides[1]}
+		if round%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, sd := range order {
+			start := time.Now()
+			lat, err := callRound(ctx, sd.s, n, cfg.Concurrency, cfg.Payload, next)
+			el := time.Since(start)
+			if err != nil {
+				return fmt.Errorf("%s: %w", sd.name, err)
+			}
+			next += n
+			sd.lat = append(sd.lat, lat...)
+			sd.elapsed += el
+			sd.rounds = append(sd.rounds, float64(n)/el.Seconds())
+		}
+	}
+	for _, sd := range sides {
+		if err := sd.s.close(); err != nil {
+			return fmt.Errorf("stop %s: %w", sd.name, err)
+		}
+	}
+	sum := func(sd *side) Calls {
+		slices.Sort(sd.lat)
+		return Calls{
+			Calls:     len(sd.lat),
+			Elapsed:   sd.elapsed,
+			PerSecond: float64(len(sd.lat)) / sd.elapsed.Seconds(),
+			P50:       percentile(sd.lat, 0.50),
+			P90:       percentile(sd.lat, 0.90),
+			P99:       percentile(sd.lat, 0.99),
+			Max:       sd.lat[len(sd.lat)-1],
+			Rounds:    sd.rounds,
+		}
+	}
+	r.Direct, r.Proxy = sum(sides[0]), sum(sides[1])
+	r.Ratio = r.Proxy.PerSecond / r.Direct.PerSecond
+	for i := range r.Direct.Rounds {
+		r.RoundRatios = append(r.RoundRatios, r.Proxy.Rounds[i]/r.Direct.Rounds[i])
+	}
+	return nil
+}
+
+func (r *Report) measureStartup(ctx context.Context, cfg *Config, direct, proxy mode) error {
+	var samples [2][]time.Duration
+	once := func(m mode) (time.Duration, error) {
+		s, d, err := startSession(ctx, m.argv)
+		if err != nil {
+			return 0, fmt.Errorf("start %s: %w", m.name, err)
+		}
+		if err := s.close(); err != nil {
+			return 0, fmt.Errorf("stop %s: %w", m.name, err)
+		}
+		return d, nil
+	}
+	// One start each that is not counted: it loads the binary into the page cache.
+	for _, m := range []mode{direct, proxy} {
+		if _, err := once(m); err != nil {
+			return err
+		}
+	}
+	for i := range cfg.Starts {
+		order := []int{0, 1}
+		if i%2 == 1 {
+			order = []int{1, 0}
+		}
+		for _, k := range order {
+			d, err := once([]mode{direct, proxy}[k])
+			if err != nil {
+				return err
+			}
+			samples[k] = append(samples[k], d)
+		}
+	}
+	sum := func(s []time.Duration) Startup {
+		slices.Sort(s)
+		return Startup{Samples: len(s), P50: percentile(s, 0.50), P90: percentile(s, 0.90),
+			Min: s[0], Max: s[len(s)-1]}
+	}
+	r.StartDirect, r.StartProxy = sum(samples[0]), sum(samples[1])
+	r.StartAdded = r.StartProxy.P50 - r.StartDirect.P50
+	return nil
+}
+
+// percentile returns the nearest-rank p-quantile of sorted, which must not be
+// empty.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	i := int(float64(len(sorted))*p+0.9999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// A session is an MCP client session with a server process the client started.
+type session struct {
+	cs     *mcp.ClientSession
+	cmd    *exec.Cmd // nil when the server was not started by the session
+	stderr *tail
+}
+
+// startSession spawns argv and initializes an MCP session with it. It
+// returns the time from spawning to the answer to initialize.
+func startSession(ctx context.Context, argv []string) (*session, time.Duration, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "gatehouse-bench", Version: "1"}, nil)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	t := &tail{}
+	cmd.Stderr = t
+	start := time.Now()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	d := time.Since(start)
+	if err != nil {
+		return nil, 0, t.annotate(err)
+	}
+	return &session{cs: cs, cmd: cmd, stderr: t}, d, nil
+}
+
+// close ends the session and waits for the server process to exit.
+func (s *session) close() error {
+	return s.stderr.annotate(s.cs.Close())
+}
+
+// echo calls the echo tool with msg and checks that msg comes back.
+func (s *session) echo(ctx context.Context, msg string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{
+		Name:      "echo",
+		Arguments: map[string]any{"message": msg},
+	})
+	if err != nil {
+		return s.stderr.annotate(err)
+	}
+	if res.IsError {
+		return fmt.Errorf("echo answered with an error: %s", text(res))
+	}
+	if got := text(res); got != msg {
+		return fmt.Errorf("echo answered %d bytes %.40q, want %d bytes %.40q", len(got), got, len(msg), msg)
+	}
+	return nil
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// message returns the payload of call i: its number, padded to size bytes.
+func message(i, size int) string {
+	s := strconv.Itoa(i)
+	if len(s) >= size {
+		return s
+	}
+	return s + strings.Repeat("x", size-len(s))
+}
+
+// callRound makes n echo calls on s from workers concurrent callers, with
+// messages first, first+1, ..., and returns the latency of each call.
+func callRound(ctx context.Context, s *session, n, workers, payload, first int) ([]time.Duration, error) {
+	lat := make([]time.Duration, n)
+	msgs := make([]string, n)
+	for i := range msgs {
+		msgs[i] = message(first+i, payload)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				start := time.Now()
+				if err := s.echo(ctx, msgs[i]); err != nil {
+					cancel(fmt.Errorf("call %d: %w", first+i, err))
+					return
+				}
+				lat[i] = time.Since(start)
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return lat, nil
+}
+
+// tail keeps the last bytes a server process wrote to stderr, to explain a
+// failure.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte // guarded by mu
+}
+
+const tailMax = 2048
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - tailMax; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// annotate adds the last line of stderr to a non-nil err.
+func (t *tail) annotate(err error) error {
+	if err == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := bytes.Split(bytes.TrimSpace(t.buf), []byte("\n"))
+	if last := bytes.TrimSpace(lines[len(lines)-1]); len(last) > 0 {
+		return fmt.Errorf("%w (stderr: %s)", err, last)
+	}
+	return err
+}
+
+var _ io.Writer = (*tail)(nil)
