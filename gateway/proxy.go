@@ -35,8 +35,12 @@ import (
 	"time"
 )
 
-// DefaultMaxMessageBytes bounds one JSON-RPC message in either direction.
-const DefaultMaxMessageBytes = 32 << 20
+// DefaultMaxMessageBytes bounds one JSON-RPC message in either direction. It
+// sits below the 10 MiB stdio read buffer of the TypeScript MCP SDK, which
+// most clients and servers use: a larger message makes them drop the stream
+// and leaves the sender waiting for an answer that never comes, so the
+// proxy refuses it with an error instead.
+const DefaultMaxMessageBytes = 8 << 20
 
 // ErrServerExited is returned by [Proxy.Serve] when the server ended before
 // the client did.
