@@ -1,0 +1,481 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// Servers as a user would register them.
+var (
+	everything = store.Server{Name: "everything", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything"}}
+	filesystem = store.Server{Name: "filesystem", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/home/me/projects"}}
+	memory     = store.Server{Name: "memory", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}}
+)
+
+// MustStore opens a store in a temporary folder holding servers.
+func MustStore(tb testing.TB, servers ...store.Server) *store.Store {
+	tb.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, tb.TempDir(), nil)
+	if err != nil {
+		tb.Fatalf("open store: %v", err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	for _, s := range servers {
+		if err := st.AddServer(ctx, s); err != nil {
+			tb.Fatalf("add server: %v", err)
+		}
+	}
+	return st
+}
+
+// harness is the UI on a test app and a temporary store.
+type harness struct {
+	t         *testing.T
+	app       fyne.App
+	st        *store.Store
+	ui        *UI
+	refreshed chan struct{}
+}
+
+// newHarness builds the UI on a, or on a new test app when a is nil, and
+// opens the main window on a store holding servers.
+func newHarness(t *testing.T, a fyne.App, servers ...store.Server) *harness {
+	t.Helper()
+	if a == nil {
+		a = test.NewTempApp(t)
+	}
+	h := &harness{t: t, app: a, st: MustStore(t, servers...), refreshed: make(chan struct{}, 1)}
+	h.ui = New(a, h.st, &Options{Version: "1.2.3"})
+	t.Cleanup(h.ui.Close)
+	h.ui.refreshed = func() { h.refreshed <- struct{}{} }
+	h.ui.ShowMain()
+	h.waitRefresh()
+	return h
+}
+
+// waitRefresh waits until a refresh has reached the window.
+func (h *harness) waitRefresh() {
+	h.t.Helper()
+	select {
+	case <-h.refreshed:
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("the window did not refresh within 10s")
+	}
+}
+
+// tapRefresh presses the Refresh button and waits for the new list.
+func (h *harness) tapRefresh() {
+	h.t.Helper()
+	b := findButton(h.ui.Window().Canvas().Content(), "Refresh")
+	if b == nil {
+		h.t.Fatal("no Refresh button on screen")
+	}
+	test.Tap(b)
+	h.waitRefresh()
+}
+
+// screen returns the text visible in the window, one drawn line of text per
+// line, dialogs included.
+func (h *harness) screen() string {
+	c := h.ui.Window().Canvas()
+	var lines []string
+	walkVisible(c.Content(), func(o fyne.CanvasObject) {
+		if t, ok := o.(*canvas.Text); ok && t.Text != "" {
+			lines = append(lines, t.Text)
+		}
+	})
+	for _, o := range c.Overlays().List() {
+		walkVisible(o, func(o fyne.CanvasObject) {
+			if t, ok := o.(*canvas.Text); ok && t.Text != "" {
+				lines = append(lines, t.Text)
+			}
+		})
+	}
+	return strings.Join(lines, "\n")
+}
+
+// walkVisible calls f for o and everything drawn inside it, skipping what
+// is hidden.
+func walkVisible(o fyne.CanvasObject, f func(fyne.CanvasObject)) {
+	if o == nil || !o.Visible() {
+		return
+	}
+	f(o)
+	switch o := o.(type) {
+	case fyne.Widget:
+		for _, c := range test.WidgetRenderer(o).Objects() {
+			walkVisible(c, f)
+		}
+	case *fyne.Container:
+		for _, c := range o.Objects {
+			walkVisible(c, f)
+		}
+	}
+}
+
+// rowNames returns the server names the list shows, top to bottom.
+func (h *harness) rowNames() []string {
+	type row struct {
+		y    float32
+		name string
+	}
+	var rows []row
+	walkVisible(h.ui.Window().Canvas().Content(), func(o fyne.CanvasObject) {
+		if r, ok := o.(*serverRow); ok {
+			pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(r)
+			rows = append(rows, row{pos.Y, r.name.String()})
+		}
+	})
+	slices.SortFunc(rows, func(a, b row) int { return int(a.y - b.y) })
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.name)
+	}
+	return names
+}
+
+func findButton(root fyne.CanvasObject, label string) *widget.Button {
+	var found *widget.Button
+	walkVisible(root, func(o fyne.CanvasObject) {
+		if b, ok := o.(*widget.Button); ok && b.Text == label && found == nil {
+			found = b
+		}
+	})
+	return found
+}
+
+func assertShows(t *testing.T, screen string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(screen, w) {
+			t.Errorf("window does not show %q; it shows:\n%s", w, screen)
+		}
+	}
+}
+
+func assertHides(t *testing.T, screen string, unwanted ...string) {
+	t.Helper()
+	for _, w := range unwanted {
+		if strings.Contains(screen, w) {
+			t.Errorf("window shows %q; it should not. It shows:\n%s", w, screen)
+		}
+	}
+}
+
+func TestMainWindow(t *testing.T) {
+	spaced := store.Server{Name: "shell", Command: "sh", Args: []string{"-c", "echo 'hi there'"}}
+	tests := []struct {
+		name    string
+		servers []store.Server
+		want    []string // shown
+		order   []string // shown in this order, top to bottom
+		hidden  []string
+	}{
+		{
+			name:   "no servers",
+			want:   []string{"No servers yet", AddServerCommand, "Home folder"},
+			hidden: []string{"0 servers"},
+		},
+		{
+			name:    "one server",
+			servers: []store.Server{everything},
+			want: []string{
+				"MCP servers", "1 server",
+				"everything", "stdio", "npx -y @modelcontextprotocol/server-everything", addedOn(time.Now()),
+				"Home folder",
+			},
+			hidden: []string{"No servers yet", AddServerCommand},
+		},
+		{
+			name:    "servers in name order",
+			servers: []store.Server{memory, everything, filesystem},
+			want: []string{
+				"3 servers",
+				"npx -y @modelcontextprotocol/server-everything",
+				"npx -y @modelcontextprotocol/server-filesystem /home/me/projects",
+				"npx -y @modelcontextprotocol/server-memory",
+			},
+			order:  []string{"everything", "filesystem", "memory"},
+			hidden: []string{"No servers yet"},
+		},
+		{
+			name:    "arguments quoted as in a shell",
+			servers: []store.Server{spaced},
+			want:    []string{"shell", `sh -c 'echo '\''hi there'\'''`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil, tt.servers...)
+			if got := h.ui.Window().Title(); got != Title {
+				t.Errorf("window title = %q, want %q", got, Title)
+			}
+			screen := h.screen()
+			assertShows(t, screen, tt.want...)
+			assertHides(t, screen, tt.hidden...)
+			if got := h.rowNames(); len(tt.servers) == 0 && len(got) > 0 {
+				t.Errorf("rows = %q, want none", got)
+			}
+			if got := h.rowNames(); len(tt.order) > 0 && !slices.Equal(got, tt.order) {
+				t.Errorf("rows top to bottom = %q, want %q", got, tt.order)
+			}
+			assertShows(t, screen, tildePath(h.st.Dir(), userHome()), "Gatehouse 1.2.3")
+		})
+	}
+}
+
+func TestRefresh(t *testing.T) {
+	tests := []struct {
+		name   string
+		before []store.Server
+		change func(context.Context, *store.Store) error
+		want   []string
+		hidden []string
+	}{
+		{
+			name: "shows a server added after the window opened",
+			change: func(ctx context.Context, st *store.Store) error {
+				return st.AddServer(ctx, memory)
+			},
+			want:   []string{"memory", "npx -y @modelcontextprotocol/server-memory", "1 server"},
+			hidden: []string{"No servers yet"},
+		},
+		{
+			name:   "adds to a list already shown",
+			before: []store.Server{everything},
+			change: func(ctx context.Context, st *store.Store) error {
+				return st.AddServer(ctx, filesystem)
+			},
+			want: []string{"everything", "filesystem", "2 servers"},
+		},
+		{
+			name:   "shows the empty state once the last server is removed",
+			before: []store.Server{everything},
+			change: func(ctx context.Context, st *store.Store) error {
+				return st.RemoveServer(ctx, everything.Name)
+			},
+			want:   []string{"No servers yet", AddServerCommand},
+			hidden: []string{"everything", "1 server"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil, tt.before...)
+			if err := tt.change(context.Background(), h.st); err != nil {
+				t.Fatalf("change store: %v", err)
+			}
+			h.tapRefresh()
+			screen := h.screen()
+			assertShows(t, screen, tt.want...)
+			assertHides(t, screen, tt.hidden...)
+		})
+	}
+}
+
+func TestStoreErrorShownInWindow(t *testing.T) {
+	h := newHarness(t, nil, everything)
+	h.st.Close() // every read now fails
+	h.tapRefresh()
+	screen := h.screen()
+	assertShows(t, screen, "Could not read the server list", "list servers", "everything")
+
+	// The banner pushes the list down instead of covering it.
+	d := fyne.CurrentApp().Driver()
+	banner, list := h.ui.view.banner, h.ui.view.listBox
+	if bottom, top := d.AbsolutePositionForObject(banner).Y+banner.Size().Height, d.AbsolutePositionForObject(list).Y; bottom > top {
+		t.Errorf("error banner ends at y=%v, below the top of the list at y=%v: it covers the list", bottom, top)
+	}
+
+	// The window still works: the next refresh tries again.
+	h.tapRefresh()
+	assertShows(t, h.screen(), "Could not read the server list")
+}
+
+func TestEmptyStateCopiesCommand(t *testing.T) {
+	h := newHarness(t, nil)
+	assertHides(t, h.screen(), "Copied")
+	test.Tap(h.ui.view.copy)
+	if got := h.app.Clipboard().Content(); got != AddServerCommand {
+		t.Errorf("clipboard = %q, want %q", got, AddServerCommand)
+	}
+	assertShows(t, h.screen(), "Copied")
+}
+
+func TestServerDetails(t *testing.T) {
+	withEnv := store.Server{
+		Name:    "github",
+		Command: "github-mcp-server",
+		Args:    []string{"stdio"},
+		Env:     map[string]string{"GITHUB_TOKEN": "ghp_secretvalue", "GITHUB_HOST": "github.com"},
+		Cwd:     "/srv/mcp",
+	}
+	h := newHarness(t, nil, everything, withEnv)
+	assertHides(t, h.screen(), "gatehouse proxy github")
+
+	h.ui.view.list.Select(1) // the second row, by name order: github
+	screen := h.screen()
+	assertShows(t, screen, "github-mcp-server stdio", "/srv/mcp", "GITHUB_HOST", "GITHUB_TOKEN", "Values are not shown.", "gatehouse proxy github")
+	assertHides(t, screen, "ghp_secretvalue")
+}
+
+// trayApp is a test app whose driver has a system tray.
+type trayApp struct {
+	fyne.App
+	menu  *fyne.Menu
+	icon  fyne.Resource
+	win   fyne.Window
+	quits int
+}
+
+var _ desktop.App = (*trayApp)(nil)
+
+func (a *trayApp) SetSystemTrayMenu(m *fyne.Menu)    { a.menu = m }
+func (a *trayApp) SetSystemTrayIcon(r fyne.Resource) { a.icon = r }
+func (a *trayApp) SetSystemTrayWindow(w fyne.Window) { a.win = w }
+func (a *trayApp) Quit()                             { a.quits++ }
+
+func TestTray(t *testing.T) {
+	a := &trayApp{App: test.NewTempApp(t)}
+	h := newHarness(t, a, everything)
+	if !h.ui.HasTray() {
+		t.Fatal("HasTray() = false with a tray-capable driver, want true")
+	}
+	if a.menu == nil {
+		t.Fatal("no tray menu set")
+	}
+	var labels []string
+	quits := 0
+	for _, it := range a.menu.Items {
+		if it.IsSeparator {
+			labels = append(labels, "---")
+			continue
+		}
+		labels = append(labels, it.Label)
+		if it.IsQuit {
+			quits++
+		}
+	}
+	if want := []string{"Open Gatehouse", "---", "Quit"}; !slices.Equal(labels, want) {
+		t.Errorf("tray menu = %q, want %q", labels, want)
+	}
+	if quits != 1 || !a.menu.Items[len(a.menu.Items)-1].IsQuit {
+		t.Errorf("tray menu has %d items marked IsQuit, want only the last (or Fyne adds another Quit)", quits)
+	}
+	if a.win != h.ui.Window() {
+		t.Error("a click on the tray icon does not open the main window")
+	}
+	if a.icon == nil {
+		t.Fatal("no tray icon set")
+	}
+	if cfg, err := png.DecodeConfig(bytes.NewReader(a.icon.Content())); err != nil || cfg.Width < 32 {
+		t.Errorf("tray icon is not a PNG of at least 32 px (tray hosts want a bitmap): %v, %+v", err, cfg)
+	}
+
+	// Open Gatehouse reads the store again.
+	if err := h.st.AddServer(context.Background(), memory); err != nil {
+		t.Fatal(err)
+	}
+	a.menu.Items[0].Action()
+	h.waitRefresh()
+	assertShows(t, h.screen(), "memory")
+
+	a.menu.Items[2].Action()
+	if a.quits != 1 {
+		t.Errorf("Quit in the tray menu quit the app %d times, want 1", a.quits)
+	}
+}
+
+func TestNoTray(t *testing.T) {
+	h := newHarness(t, nil)
+	if h.ui.HasTray() {
+		t.Error("HasTray() = true with the test driver, which has no tray")
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		command string
+		args    []string
+		want    string
+	}{
+		{"no arguments", "mcp-server", nil, "mcp-server"},
+		{"plain arguments", "npx", []string{"-y", "@scope/pkg@1.2.3"}, "npx -y @scope/pkg@1.2.3"},
+		{"path and equals", "/usr/bin/node", []string{"--port=8080", "./dist/index.js"}, "/usr/bin/node --port=8080 ./dist/index.js"},
+		{"space", "python", []string{"my server.py"}, "python 'my server.py'"},
+		{"empty argument", "run", []string{""}, "run ''"},
+		{"single quote", "echo", []string{"it's"}, `echo 'it'\''s'`},
+		{"shell characters", "sh", []string{"-c", "a && b $HOME"}, "sh -c 'a && b $HOME'"},
+		{"non-ASCII", "echo", []string{"café"}, "echo 'café'"},
+		{"command with space", "/Applications/My App/server", nil, "'/Applications/My App/server'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := commandLine(tt.command, tt.args); got != tt.want {
+				t.Errorf("commandLine(%q, %q) = %q, want %q", tt.command, tt.args, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNoOpenGL keeps the package free of fyne.io/fyne/v2/app, which brings
+// in the OpenGL driver and cgo: the app is injected.
+func TestNoOpenGL(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("find the go command: %v", err)
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		switch {
+		case dep == "fyne.io/fyne/v2/app",
+			strings.HasPrefix(dep, "github.com/go-gl/"),
+			strings.HasPrefix(dep, "fyne.io/fyne/v2/internal/driver/glfw"):
+			t.Errorf("package app depends on %s; take the fyne.App as an argument instead", dep)
+		}
+	}
+}
+
+func TestTildePath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, path, home, want string
+	}{
+		{"inside home", "/home/me/.config/gatehouse", "/home/me", "~/.config/gatehouse"},
+		{"home itself", "/home/me", "/home/me", "~"},
+		{"outside home", "/srv/gatehouse", "/home/me", "/srv/gatehouse"},
+		{"sibling with a common prefix", "/home/mel/gatehouse", "/home/me", "/home/mel/gatehouse"},
+		{"unknown home", "/home/me/gatehouse", "", "/home/me/gatehouse"},
+		{"root as home", "/gatehouse", "/", "/gatehouse"},
+		{"dot-dot folder name", "/home/me/..gatehouse", "/home/me", "~/..gatehouse"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tildePath(tt.path, tt.home); got != tt.want {
+				t.Errorf("tildePath(%q, %q) = %q, want %q", tt.path, tt.home, got, tt.want)
+			}
+		})
+	}
+}

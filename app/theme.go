@@ -1,0 +1,64 @@
+package app
+
+import (
+	"image/color"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/theme"
+)
+
+// gatehouseTheme is the base theme (light or dark, as the system asks) with
+// the indigo of the Gatehouse icon as its accent.
+type gatehouseTheme struct {
+	fyne.Theme
+}
+
+var _ fyne.Theme = gatehouseTheme{}
+
+// newTheme wraps base, unless it already is a Gatehouse theme.
+func newTheme(base fyne.Theme) fyne.Theme {
+	if t, ok := base.(gatehouseTheme); ok {
+		return t
+	}
+	if base == nil {
+		base = theme.DefaultTheme()
+	}
+	return gatehouseTheme{Theme: base}
+}
+
+// sizeNameCode is the text size of command lines in the server list:
+// between the caption and body sizes, where monospace reads best.
+const sizeNameCode fyne.ThemeSizeName = "gatehouse.code"
+
+var (
+	indigo600 = color.NRGBA{R: 0x4F, G: 0x46, B: 0xE5, A: 0xFF}
+	indigo400 = color.NRGBA{R: 0x81, G: 0x8C, B: 0xF8, A: 0xFF}
+)
+
+func (t gatehouseTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+	accent := indigo600
+	if v == theme.VariantDark {
+		accent = indigo400
+	}
+	switch n {
+	case theme.ColorNamePrimary, theme.ColorNameHyperlink:
+		return accent
+	case theme.ColorNameFocus:
+		return withAlpha(accent, 0x7F)
+	case theme.ColorNameSelection:
+		return withAlpha(accent, 0x40)
+	}
+	return t.Theme.Color(n, v)
+}
+
+func withAlpha(c color.NRGBA, a uint8) color.NRGBA {
+	c.A = a
+	return c
+}
+
+func (t gatehouseTheme) Size(n fyne.ThemeSizeName) float32 {
+	if n == sizeNameCode {
+		return (t.Theme.Size(theme.SizeNameText) + t.Theme.Size(theme.SizeNameCaptionText)) / 2
+	}
+	return t.Theme.Size(n)
+}

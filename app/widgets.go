@@ -1,0 +1,212 @@
+package app
+
+import (
+	"hash/fnv"
+	"image/color"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// Text styles used across the window.
+var (
+	secondary = widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, Inline: true}
+	caption   = widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, SizeName: theme.SizeNameCaptionText, Inline: true}
+	mono      = widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}, Inline: true}
+)
+
+// text returns a one-segment rich text, which unlike a label can take any
+// theme colour and size.
+func text(s string, style widget.RichTextStyle) *widget.RichText {
+	return widget.NewRichText(&widget.TextSegment{Text: s, Style: style})
+}
+
+// setText replaces the text of a rich text made by [text].
+func setText(t *widget.RichText, s string) {
+	seg := t.Segments[0].(*widget.TextSegment)
+	if seg.Text == s {
+		return
+	}
+	seg.Text = s
+	t.Refresh()
+}
+
+// compact stacks objects vertically without padding between them, for lines
+// that belong together (a title and its tagline).
+func compact(objects ...fyne.CanvasObject) *fyne.Container {
+	return container.New(layout.NewCustomPaddedVBoxLayout(0), objects...)
+}
+
+// pullUp draws o closer to what is above it, cancelling most of the padding
+// that rich text keeps above its first line.
+func pullUp(o fyne.CanvasObject) *fyne.Container {
+	return container.New(layout.NewCustomPaddedLayout(-theme.InnerPadding()/2-2, 0, 0, 0), o)
+}
+
+// A panel is content on a rounded background of a theme colour, redrawn when
+// the theme changes.
+type panel struct {
+	widget.BaseWidget
+	color   fyne.ThemeColorName
+	alpha   uint8 // 0 keeps the theme colour's own alpha
+	content fyne.CanvasObject
+}
+
+func newPanel(c fyne.ThemeColorName, alpha uint8, content fyne.CanvasObject) *panel {
+	p := &panel{color: c, alpha: alpha, content: content}
+	p.ExtendBaseWidget(p)
+	return p
+}
+
+func (p *panel) CreateRenderer() fyne.WidgetRenderer {
+	r := &panelRenderer{p: p, bg: canvas.NewRectangle(color.Transparent)}
+	r.inner = container.NewPadded(p.content)
+	r.Refresh()
+	return r
+}
+
+type panelRenderer struct {
+	p     *panel
+	bg    *canvas.Rectangle
+	inner *fyne.Container
+}
+
+func (r *panelRenderer) Layout(size fyne.Size) {
+	r.bg.Resize(size)
+	r.inner.Resize(size)
+}
+
+func (r *panelRenderer) MinSize() fyne.Size           { return r.inner.MinSize() }
+func (r *panelRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{r.bg, r.inner} }
+func (r *panelRenderer) Destroy()                     {}
+func (r *panelRenderer) Refresh() {
+	th := r.p.Theme()
+	v := fyne.CurrentApp().Settings().ThemeVariant()
+	c := th.Color(r.p.color, v)
+	if r.p.alpha != 0 {
+		cr, cg, cb, _ := c.RGBA()
+		c = color.NRGBA{R: uint8(cr >> 8), G: uint8(cg >> 8), B: uint8(cb >> 8), A: r.p.alpha}
+	}
+	r.bg.FillColor = c
+	r.bg.CornerRadius = th.Size(theme.SizeNameInputRadius) * 1.5
+	r.bg.Refresh()
+	r.inner.Refresh()
+}
+
+// A serverRow is one server in the list: an avatar with its initial, its
+// name and transport, the command it runs, and when it was added.
+type serverRow struct {
+	widget.BaseWidget
+	avatar    *canvas.Circle
+	initial   *canvas.Text
+	name      *widget.RichText
+	transport *widget.RichText
+	command   *widget.RichText
+	added     *widget.RichText
+}
+
+func newServerRow() *serverRow {
+	r := &serverRow{
+		avatar:    canvas.NewCircle(avatarColors[0]),
+		initial:   canvas.NewText("", color.White),
+		name:      text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}),
+		transport: text("", widget.RichTextStyle{ColorName: theme.ColorNamePrimary, SizeName: theme.SizeNameCaptionText, Inline: true}),
+		command:   text("", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, SizeName: sizeNameCode, TextStyle: fyne.TextStyle{Monospace: true}, Inline: true}),
+		added:     text("", caption),
+	}
+	r.initial.TextStyle.Bold = true
+	r.initial.TextSize = 16
+	r.initial.Alignment = fyne.TextAlignCenter
+	r.command.Truncation = fyne.TextTruncateEllipsis
+	r.ExtendBaseWidget(r)
+	return r
+}
+
+func (r *serverRow) CreateRenderer() fyne.WidgetRenderer {
+	avatar := container.NewGridWrap(fyne.NewSize(36, 36), container.NewStack(r.avatar, container.NewCenter(r.initial)))
+	chip := newPanel(theme.ColorNamePrimary, 0x26, container.New(layout.NewCustomPaddedLayout(-6, -6, 0, 0), r.transport))
+	top := container.NewHBox(r.name, container.NewCenter(chip))
+	return widget.NewSimpleRenderer(container.New(layout.NewCustomPaddedLayout(2, 2, 4, 4),
+		container.NewBorder(nil, nil,
+			container.NewCenter(avatar),
+			container.NewCenter(r.added),
+			compact(top, r.command))))
+}
+
+// set shows s in the row.
+func (r *serverRow) set(s store.Server) {
+	initial, _ := utf8.DecodeRuneInString(s.Name)
+	r.initial.Text = string(unicode.ToUpper(initial))
+	r.avatar.FillColor = avatarColor(s.Name)
+	r.initial.Refresh()
+	r.avatar.Refresh()
+	setText(r.name, s.Name)
+	setText(r.transport, s.Transport)
+	setText(r.command, commandLine(s.Command, s.Args))
+	setText(r.added, addedOn(s.CreatedAt))
+}
+
+// avatarColors are the avatar backgrounds, chosen to carry white text in
+// both light and dark themes.
+var avatarColors = []color.NRGBA{
+	{R: 0x4F, G: 0x46, B: 0xE5, A: 0xFF}, // indigo
+	{R: 0x08, G: 0x91, B: 0xB2, A: 0xFF}, // cyan
+	{R: 0x05, G: 0x96, B: 0x69, A: 0xFF}, // emerald
+	{R: 0xD9, G: 0x77, B: 0x06, A: 0xFF}, // amber
+	{R: 0xDB, G: 0x27, B: 0x77, A: 0xFF}, // pink
+	{R: 0x7C, G: 0x3A, B: 0xED, A: 0xFF}, // violet
+	{R: 0x25, G: 0x63, B: 0xEB, A: 0xFF}, // blue
+	{R: 0xDC, G: 0x26, B: 0x26, A: 0xFF}, // red
+}
+
+// avatarColor picks a server's avatar colour from its name, so that a server
+// keeps its colour from one refresh to the next.
+func avatarColor(name string) color.NRGBA {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return avatarColors[h.Sum32()%uint32(len(avatarColors))]
+}
+
+// addedOn says when a server was added, in the local time zone.
+func addedOn(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return "Added " + t.Local().Format("Jan 2, 2006")
+}
+
+// commandLine shows a command and its arguments as one line a user could
+// paste into a POSIX shell: arguments that the shell would split or expand
+// are single-quoted.
+func commandLine(command string, args []string) string {
+	var b strings.Builder
+	b.WriteString(shellQuote(command))
+	for _, a := range args {
+		b.WriteByte(' ')
+		b.WriteString(shellQuote(a))
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := strings.IndexFunc(s, func(r rune) bool {
+		return !(r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)))
+	}) < 0
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,124 @@
+// Command gatehouse-app is the Gatehouse desktop app: a tray icon and a
+// window listing the MCP servers registered in the Gatehouse home folder.
+//
+// Usage:
+//
+//	gatehouse-app [--home DIR] [--hidden]
+//	gatehouse-app --version
+//
+// The home folder is --home, else $GATEHOUSE_HOME, else the "gatehouse"
+// folder in the user's config folder. The app shows its window at start;
+// with --hidden it starts in the system tray only. Closing the window leaves
+// the app in the tray; Quit, in the tray menu, ends it.
+//
+// On Linux and the BSDs the app needs a graphical session (X11 or Wayland).
+// Without one it says so and exits with status 1; the gatehouse CLI does
+// everything the app shows, without a display.
+//
+// Build with the gles tag, which compiles far faster than desktop OpenGL and
+// draws the same:
+//
+//	go build -tags gles -o bin/gatehouse-app ./cmd/gatehouse-app
+//
+// Set the version at link time with -ldflags "-X main.version=0.1.0".
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"fyne.io/fyne/v2"
+	fyneapp "fyne.io/fyne/v2/app"
+
+	"github.com/gatehouse-dev/gatehouse/app"
+	"github.com/gatehouse-dev/gatehouse/assets"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// version is the app's version, set at link time.
+var version = "dev"
+
+// appID identifies the app to the desktop: preferences, notifications and
+// the single settings folder Fyne keeps for it.
+const appID = "dev.gatehouse.app"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole program; it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	flags := flag.NewFlagSet("gatehouse-app", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	home := flags.String("home", "", "use `DIR` as the Gatehouse home folder (overrides $"+store.EnvHome+")")
+	hidden := flags.Bool("hidden", false, "start in the system tray without opening the window")
+	showVersion := flags.Bool("version", false, "print the version and exit")
+	flags.Usage = func() {
+		fmt.Fprintf(flags.Output(), "Usage: gatehouse-app [--home DIR] [--hidden]\n       gatehouse-app --version\n\n")
+		fmt.Fprintf(flags.Output(), "The Gatehouse desktop app: a tray icon and a window listing your MCP servers.\n\n")
+		flags.PrintDefaults()
+	}
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(stderr, "gatehouse-app: unexpected argument %q\n", flags.Arg(0))
+		fmt.Fprintf(stderr, "hint: run gatehouse-app --help for usage\n")
+		return 2
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "gatehouse-app %s\n", version)
+		return 0
+	}
+
+	if err := checkDisplay(); err != nil {
+		fmt.Fprintf(stderr, "gatehouse-app: %v\n", err)
+		fmt.Fprintf(stderr, "hint: run it from a desktop session, or under Xvfb: xvfb-run gatehouse-app (the gatehouse CLI works without a display)\n")
+		return 1
+	}
+
+	// Quit cleanly on SIGINT and SIGTERM (a logout, a service manager). Fyne
+	// installs its own handler only once Run is under way; a signal before
+	// that would kill the app without closing the store.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	st, err := store.Open(ctx, *home, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "gatehouse-app: %v\n", err)
+		fmt.Fprintf(stderr, "hint: choose another home folder with --home DIR or $%s\n", store.EnvHome)
+		return 1
+	}
+	defer st.Close()
+
+	a := fyneapp.NewWithID(appID)
+	a.SetIcon(fyne.NewStaticResource("gatehouse.png", assets.IconPNG(256)))
+	ui := app.New(a, st, &app.Options{Version: version, Logger: log})
+	if !*hidden || !ui.HasTray() {
+		ui.ShowMain()
+	}
+
+	ran := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			fyne.Do(ui.Quit)
+		case <-ran:
+		}
+	}()
+	a.Run()
+	close(ran)
+	ui.Close()
+	return 0
+}

@@ -1,0 +1,506 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+var screenshots = flag.String("screenshots", "", "save screenshots of the window under Xvfb to this `folder`")
+
+const testVersion = "0.1.0"
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// appBinary builds gatehouse-app once for the whole test run, with the
+// version set the way a release build sets it.
+func appBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gatehouse-app-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "gatehouse-app")
+		cmd := exec.Command("go", "build", "-ldflags", "-X main.version="+testVersion, "-o", binPath, ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// baseEnv is a minimal environment for the app: no display, the Gatehouse
+// home folder home, and a user home folder (with the settings folders in
+// it) of the test's own: userHome, or a new one when empty.
+func baseEnv(t *testing.T, userHome, home string) []string {
+	t.Helper()
+	scratch := userHome
+	if scratch == "" {
+		scratch = t.TempDir()
+	}
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + scratch,
+		"XDG_CONFIG_HOME=" + filepath.Join(scratch, "config"),
+		"XDG_CACHE_HOME=" + filepath.Join(scratch, "cache"),
+		"XDG_DATA_HOME=" + filepath.Join(scratch, "data"),
+		"LANG=en_US.UTF-8",
+		store.EnvHome + "=" + home,
+	}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runApp(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, appBinary(t), args...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("run gatehouse-app: %v", err)
+	}
+	return result{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+}
+
+func TestNoDisplay(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	r := runApp(t, baseEnv(t, "", home)) // neither DISPLAY nor WAYLAND_DISPLAY
+	if r.code != 1 {
+		t.Errorf("exit code = %d, want 1", r.code)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout = %q, want nothing", r.stdout)
+	}
+	lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+	if len(lines) != 2 ||
+		lines[0] != "gatehouse-app: no display: DISPLAY and WAYLAND_DISPLAY are unset" ||
+		!strings.HasPrefix(lines[1], "hint: ") || !strings.Contains(lines[1], "xvfb-run gatehouse-app") {
+		t.Errorf("stderr = %q, want the no-display error and a hint naming xvfb-run", r.stderr)
+	}
+	if _, err := os.Stat(home); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the home folder was created (stat: %v); the app should stop before opening it", err)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string   // exact
+		stderrHas  []string // substrings
+		stderrNone bool
+	}{
+		{name: "version", args: []string{"--version"}, stdout: "gatehouse-app " + testVersion + "\n", stderrNone: true},
+		{name: "help", args: []string{"--help"}, stderrHas: []string{"Usage: gatehouse-app", "-home DIR", "-hidden", "-version"}},
+		{name: "unknown flag", args: []string{"--frobnicate"}, code: 2, stderrHas: []string{"flag provided but not defined: -frobnicate", "Usage:"}},
+		{name: "stray argument", args: []string{"serve"}, code: 2, stderrHas: []string{`gatehouse-app: unexpected argument "serve"`, "hint: "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runApp(t, baseEnv(t, "", t.TempDir()), tt.args...)
+			if r.code != tt.code {
+				t.Errorf("gatehouse-app %s: exit code = %d, want %d", strings.Join(tt.args, " "), r.code, tt.code)
+			}
+			if r.stdout != tt.stdout {
+				t.Errorf("gatehouse-app %s: stdout = %q, want %q", strings.Join(tt.args, " "), r.stdout, tt.stdout)
+			}
+			for _, s := range tt.stderrHas {
+				if !strings.Contains(r.stderr, s) {
+					t.Errorf("gatehouse-app %s: stderr lacks %q:\n%s", strings.Join(tt.args, " "), s, r.stderr)
+				}
+			}
+			if tt.stderrNone && r.stderr != "" {
+				t.Errorf("gatehouse-app %s: stderr = %q, want nothing", strings.Join(tt.args, " "), r.stderr)
+			}
+		})
+	}
+}
+
+// TestHome checks which home folder the app opens: --home, else
+// $GATEHOUSE_HOME. Each case points the chosen one at a file, so the app
+// stops at opening it, naming it, before it needs a display.
+func TestHome(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "not-a-folder")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		envHome string
+		args    []string
+	}{
+		{name: "--home overrides GATEHOUSE_HOME", envHome: dir, args: []string{"--home", file}},
+		{name: "GATEHOUSE_HOME without --home", envHome: file},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := append(baseEnv(t, "", tt.envHome), "DISPLAY=:none")
+			r := runApp(t, env, tt.args...)
+			if r.code != 1 {
+				t.Errorf("exit code = %d, want 1", r.code)
+			}
+			if !strings.HasPrefix(r.stderr, "gatehouse-app: create home folder: ") || !strings.Contains(r.stderr, file) ||
+				!strings.Contains(r.stderr, "\nhint: ") {
+				t.Errorf("stderr = %q, want an error naming %s and a hint", r.stderr, file)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout = %q, want nothing", r.stdout)
+			}
+		})
+	}
+}
+
+// need returns the path of a program the test cannot run without, or fails
+// the test with the Debian package to install.
+func need(t *testing.T, program, debianPackage string) string {
+	t.Helper()
+	p, err := exec.LookPath(program)
+	if err != nil {
+		t.Fatalf("%s is not installed: install the Debian package %s (apt-get install %s)", program, debianPackage, debianPackage)
+	}
+	return p
+}
+
+// startXvfb starts a virtual X server on a free display and returns its
+// DISPLAY value. The server stops when the test ends.
+func startXvfb(t *testing.T, xvfb string) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// -displayfd makes Xvfb pick a free display and write its number to fd 3.
+	cmd := exec.Command(xvfb, "-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp")
+	cmd.ExtraFiles = []*os.File{w}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		t.Fatalf("start Xvfb: %v", err)
+	}
+	w.Close()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	line, err := readLine(r, 30*time.Second)
+	if err != nil {
+		t.Fatalf("read Xvfb's display number: %v\n%s", err, stderr.String())
+	}
+	if _, err := strconv.Atoi(line); err != nil {
+		t.Fatalf("Xvfb wrote display %q, want a number", line)
+	}
+	return ":" + line
+}
+
+// startDBus starts a private session bus, so the app's tray code has a bus
+// to talk to and no dbus-launch daemon outlives the test.
+func startDBus(t *testing.T, dbusDaemon string) string {
+	t.Helper()
+	cmd := exec.Command(dbusDaemon, "--session", "--nofork", "--print-address=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start dbus-daemon: %v", err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	addr, err := readLine(stdout, 30*time.Second)
+	if err != nil || addr == "" {
+		t.Fatalf("read the session bus address: %v", err)
+	}
+	return addr
+}
+
+// readLine reads one line from r, or fails after timeout.
+func readLine(r io.Reader, timeout time.Duration) (string, error) {
+	type res struct {
+		line string
+		err  error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		line, err := bufio.NewReader(r).ReadString('\n')
+		ch <- res{strings.TrimSpace(line), err}
+	}()
+	select {
+	case x := <-ch:
+		if x.line != "" {
+			return x.line, nil
+		}
+		return "", x.err
+	case <-time.After(timeout):
+		return "", fmt.Errorf("nothing after %v", timeout)
+	}
+}
+
+// TestWindowUnderXvfb starts the app on a virtual display and checks that
+// its main window appears with its title and size, then stops it the way a
+// session logout does (SIGTERM). With -screenshots DIR it also saves what
+// the window shows.
+func TestWindowUnderXvfb(t *testing.T) {
+	xvfb := need(t, "Xvfb", "xvfb")
+	xdotool := need(t, "xdotool", "xdotool")
+	dbusDaemon := need(t, "dbus-daemon", "dbus")
+	var importCmd string
+	if *screenshots != "" {
+		importCmd = need(t, "import", "imagemagick")
+	}
+	bin := appBinary(t)
+
+	tests := []struct {
+		name    string
+		servers []store.Server
+		shot    string
+	}{
+		{
+			name: "servers",
+			servers: []store.Server{
+				{Name: "everything", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything"}},
+				{Name: "filesystem", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/home/me/projects"}},
+				{Name: "memory", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}},
+			},
+			shot: "main-window.png",
+		},
+		{name: "empty", shot: "main-window-empty.png"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			display := startXvfb(t, xvfb)
+			bus := startDBus(t, dbusDaemon)
+
+			// The home folder where a user would have it, inside their home.
+			userHome := t.TempDir()
+			home := filepath.Join(userHome, ".config", "gatehouse")
+			st, err := store.Open(context.Background(), home, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tt.servers {
+				if err := st.AddServer(context.Background(), s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st.Close()
+
+			env := append(baseEnv(t, userHome, home),
+				"DISPLAY="+display,
+				"DBUS_SESSION_BUS_ADDRESS="+bus,
+				"LIBGL_ALWAYS_SOFTWARE=1",
+			)
+			cmd := exec.Command(bin)
+			cmd.Env = env
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatalf("start gatehouse-app: %v", err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			waited := false
+			t.Cleanup(func() {
+				if !waited {
+					cmd.Process.Kill()
+					<-exited
+				}
+			})
+
+			xdo := func(args ...string) (string, error) {
+				c := exec.Command(xdotool, args...)
+				c.Env = []string{"DISPLAY=" + display}
+				out, err := c.Output()
+				return strings.TrimSpace(string(out)), err
+			}
+
+			// Wait for the window, polling until a deadline.
+			var id string
+			deadline := time.Now().Add(60 * time.Second)
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for id == "" {
+				select {
+				case err := <-exited:
+					waited = true
+					t.Fatalf("gatehouse-app exited before its window appeared: %v\nstderr:\n%s", err, stderr.String())
+				case <-tick.C:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no window titled Gatehouse after 60s\nstderr:\n%s", stderr.String())
+				}
+				if out, err := xdo("search", "--onlyvisible", "--name", "^Gatehouse$"); err == nil && out != "" {
+					id = strings.Fields(out)[0]
+				}
+			}
+
+			geom, err := xdo("getwindowgeometry", "--shell", id)
+			if err != nil {
+				t.Fatalf("xdotool getwindowgeometry: %v", err)
+			}
+			w, h := shellVar(geom, "WIDTH"), shellVar(geom, "HEIGHT")
+			if w < 700 || h < 400 {
+				t.Errorf("window is %dx%d, want at least 700x400", w, h)
+			}
+
+			if *screenshots != "" {
+				capture(t, importCmd, display, id, filepath.Join(*screenshots, tt.shot))
+			}
+
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatalf("signal gatehouse-app: %v", err)
+			}
+			select {
+			case err := <-exited:
+				waited = true
+				if err != nil {
+					t.Errorf("gatehouse-app after SIGTERM: %v, want exit status 0\nstderr:\n%s", err, stderr.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("gatehouse-app still running 20s after SIGTERM\nstderr:\n%s", stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout = %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// shellVar reads NAME=value from xdotool's --shell output.
+func shellVar(out, name string) int {
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, name+"="); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
+}
+
+// capture saves the window id to path once what it shows has settled: two
+// captures in a row with the same pixels.
+func capture(t *testing.T, importCmd, display, id, path string) {
+	t.Helper()
+	tmp := filepath.Join(t.TempDir(), "shot.png")
+	var last image.Image
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for range tick.C {
+		c := exec.Command(importCmd, "-window", id, tmp)
+		c.Env = []string{"DISPLAY=" + display, "PATH=" + os.Getenv("PATH")}
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("import -window %s: %v\n%s", id, err, out)
+		}
+		img, err := decodePNGFile(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last != nil && samePixels(last, img) && !uniform(img) {
+			break
+		}
+		last = img
+		if time.Now().After(deadline) {
+			t.Fatalf("the window did not settle within 30s")
+		}
+	}
+	b, err := os.ReadFile(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatalf("save screenshot: %v", err)
+	}
+	t.Logf("saved %s", path)
+}
+
+func decodePNGFile(path string) (image.Image, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", path, err)
+	}
+	return img, nil
+}
+
+func samePixels(a, b image.Image) bool {
+	if a.Bounds() != b.Bounds() {
+		return false
+	}
+	r := a.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if a.At(x, y) != b.At(x, y) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// uniform reports whether img is one colour, as a window is before its
+// first frame.
+func uniform(img image.Image) bool {
+	r := img.Bounds()
+	first := img.At(r.Min.X, r.Min.Y)
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if img.At(x, y) != first {
+				return false
+			}
+		}
+	}
+	return true
+}
