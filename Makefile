@@ -1,0 +1,146 @@
+# Gatehouse
+#
+#   make run    builds and runs the desktop app
+#   make test   runs every test (lint, unit and integration tests, race
+#               detector, builds)
+#
+# On Debian/Ubuntu both install what they need when run as root, and otherwise
+# print what is missing and the command that installs it (scripts/deps.sh).
+# `make help` lists the other targets; docs/development.md explains them.
+
+SHELL := bash
+# (GNU make 3.81, macOS's, ignores .SHELLFLAGS: multi-line recipes set it too.)
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+# Steps run in the order written, even under make -j: `go` parallelises itself.
+.NOTPARALLEL:
+MAKEFLAGS += --no-print-directory
+
+# Go from its default install folder when it is not on PATH.
+_go := $(shell command -v go 2>/dev/null)
+ifeq ($(_go),)
+_go := $(wildcard /usr/local/go/bin/go)
+export PATH := /usr/local/go/bin:$(PATH)
+endif
+
+# The Fyne GL driver is built with the gles tag everywhere: its cold cgo build
+# takes about a third of the time, and any change of tags pays the cold build
+# again. The caller's GOFLAGS (environment, make's command line, or
+# `go env -w`) are kept; tags given there (-tags=a,b) are added to gles.
+comma := ,
+empty :=
+space := $(empty) $(empty)
+_goflags := $(if $(filter command line,$(origin GOFLAGS)),$(GOFLAGS),$(if $(_go),$(shell GOFLAGS='$(GOFLAGS)' $(_go) env GOFLAGS 2>/dev/null)))
+_user_tags := $(subst $(comma),$(space),$(patsubst -tags=%,%,$(filter -tags=%,$(_goflags))))
+override GOFLAGS := $(strip -tags=$(subst $(space),$(comma),$(sort gles $(_user_tags))) $(filter-out -tags=%,$(_goflags)))
+export GOFLAGS
+
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+# go test flags for the test steps, e.g. GOTESTFLAGS=-count=1 or -v.
+GOTESTFLAGS ?=
+# test-unit: which packages, and an optional -run pattern.
+PKG ?= ./...
+RUN ?=
+# fuzz: how long each fuzz target runs.
+FUZZTIME ?= 10s
+# run: arguments for the app.
+ARGS ?=
+
+# Packages tested with -race: everything but the GUI (the Fyne app needs cgo
+# for GL, and its race build would be a second cold build of the driver).
+CORE_PKGS = go list ./... | grep -Ev "^$$(go list -m)/(app|cmd/gatehouse-app)(/|\$$)"
+
+KEYRING := bash scripts/keyring-session.sh
+
+define heading
+@printf '\n==> %s\n' "$(1)"
+endef
+
+.PHONY: help run build test lint vet staticcheck test-unit test-race build-check \
+	bench fuzz deps clean distclean go-check deps-run deps-test
+
+help: ## list the targets
+	@echo 'Gatehouse: make run runs the app, make test runs every test.'
+	@echo
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo
+	@echo 'Variables: PKG=./store/... RUN=TestName (test-unit), GOTESTFLAGS=-count=1,'
+	@echo '           FUZZTIME=30s (fuzz), ARGS=... (run). GOFLAGS always has -tags=gles.'
+
+go-check:
+	@command -v go >/dev/null 2>&1 || { \
+		echo 'gatehouse: Go is not installed: Go 1.26 or later is needed (https://go.dev/dl/;' \
+			'it is looked for on PATH and in /usr/local/go/bin).' >&2; exit 1; }
+
+deps-run:
+	$(call heading,deps: scripts/deps.sh run)
+	@bash scripts/deps.sh run
+
+deps-test:
+	$(call heading,deps: scripts/deps.sh test)
+	@bash scripts/deps.sh test
+
+deps: deps-test ## check/install everything make run and make test need
+
+run: deps-run build ## build and run the desktop app (ARGS=... are passed on)
+	$(call heading,run: bin/gatehouse-app $(ARGS))
+	bin/gatehouse-app $(ARGS)
+
+build: go-check ## build bin/gatehouse (CLI and proxy) and bin/gatehouse-app
+	$(call heading,build: bin/gatehouse bin/gatehouse-app ($(VERSION)))
+	CGO_ENABLED=1 go build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/gatehouse ./cmd/gatehouse-app
+
+test: deps-test vet staticcheck test-unit test-race build-check ## run every test: deps, vet, staticcheck, go test, -race, builds
+	$(call heading,test: all steps passed)
+
+lint: vet staticcheck ## go vet and staticcheck
+
+vet: go-check
+	$(call heading,lint: go vet ./...)
+	CGO_ENABLED=1 go vet ./...
+
+staticcheck: go-check
+	$(call heading,lint: go tool staticcheck ./...)
+	CGO_ENABLED=1 go tool staticcheck ./...
+
+test-unit: go-check ## go test ./... with a private keychain (PKG=..., RUN=...)
+	$(call heading,test: go test $(PKG) (private keychain session))
+	CGO_ENABLED=1 $(KEYRING) go test -timeout 20m $(if $(RUN),-run '$(RUN)') $(GOTESTFLAGS) $(PKG)
+
+test-race: go-check ## go test -race -short on the core packages (all but the GUI)
+	$(call heading,test: go test -race -short (core packages; private keychain session))
+	@set -euo pipefail; pkgs=$$($(CORE_PKGS)); \
+	if [ -z "$$pkgs" ]; then echo 'no core packages'; exit 0; fi; \
+	echo "$$pkgs" | sed 's/^/    /'; \
+	CGO_ENABLED=1 $(KEYRING) go test -race -short -timeout 20m $(GOTESTFLAGS) $$pkgs
+
+build-check: build ## the builds make test checks: both binaries, and the CLI without cgo
+	$(call heading,build: CGO_ENABLED=0 go build ./cmd/gatehouse)
+	CGO_ENABLED=0 go build -o /dev/null ./cmd/gatehouse
+
+bench: deps-test build ## bin/gatehouse bench, then the gateway's Go benchmarks
+	$(call heading,bench: bin/gatehouse bench)
+	$(KEYRING) bin/gatehouse bench
+	$(call heading,bench: go test -bench . ./gateway/...)
+	$(KEYRING) go test -run '^$$' -bench . -benchtime 2000x ./gateway/...
+
+fuzz: go-check ## run every Fuzz* target for FUZZTIME each (default 10s)
+	$(call heading,fuzz: each fuzz target for $(FUZZTIME))
+	@set -euo pipefail; if ! list=$$(go test -list '^Fuzz' ./... 2>&1); then printf '%s\n' "$$list" >&2; exit 1; fi; \
+	targets=$$(printf '%s\n' "$$list" | awk ' \
+		/^Fuzz/ { names[n++] = $$1; next } \
+		/^ok[ \t]/ { for (i = 0; i < n; i++) print $$2, names[i] } \
+		{ n = 0 }'); \
+	if [ -z "$$targets" ]; then echo 'no fuzz targets (func FuzzXxx(f *testing.F)) in this module'; exit 0; fi; \
+	while read -r pkg fn; do \
+		printf '\n--> %s %s\n' "$$pkg" "$$fn"; \
+		go test -run '^$$' -fuzz "^$$fn\$$" -fuzztime '$(FUZZTIME)' "$$pkg" </dev/null; \
+	done <<<"$$targets"
+
+clean: ## remove build output (bin/, dist/, failed UI goldens)
+	rm -rf bin/ dist/ app/testdata/failed/
+
+distclean: clean ## clean, and remove the installed npm test peers
+	rm -rf testdata/npm/node_modules/
