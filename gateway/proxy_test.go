@@ -207,6 +207,8 @@ func TestRelayRefusesBadInput(t *testing.T) {
 		{"garbage bytes", "\x00\xff\xfe garbage", "null", "-32700", "not JSON"},
 		{"no method or result", `{"jsonrpc":"2.0","id":7}`, "7", "-32600", "no method"},
 		{"wrong version", `{"jsonrpc":"1.0","id":8,"method":"ping"}`, "8", "-32600", "jsonrpc"},
+		{"member names are case-sensitive", `{"jsonrpc":"2.0","id":10,"Method":"ping"}`, "10", "-32600", "no method"},
+		{"data after the message", `{"jsonrpc":"2.0","id":11,"method":"ping"} {}`, "null", "-32700", "data after"},
 		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, "null", "-32600", "id must be"},
 		{"method of wrong type", `{"jsonrpc":"2.0","id":9,"method":3}`, "null", "-32600", "not a JSON-RPC"},
 		{"empty batch", `[]`, "null", "-32600", "empty batch"},

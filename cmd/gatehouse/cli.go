@@ -33,6 +33,7 @@ type command struct {
 	help    string // paragraphs after the usage line
 	flags   func(*flag.FlagSet)
 	run     func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
+	hidden  bool // left out of the help: for Gatehouse's own use
 }
 
 var commands []*command
@@ -40,7 +41,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd,
-		proxyCmd, benchCmd, versionCmd,
+		proxyCmd, benchCmd, benchEchoServerCmd, versionCmd,
 	}
 }
 
@@ -215,6 +216,9 @@ Usage:
 Commands:
 `)
 	for _, cmd := range commands {
+		if cmd.hidden {
+			continue
+		}
 		fmt.Fprintf(w, "  %-14s %s\n", cmd.name, cmd.summary)
 	}
 	fmt.Fprint(w, `

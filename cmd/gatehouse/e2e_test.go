@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling is deprecated in MCP 2026-07-28, but clients and servers still use it: the proxy must relay it
+
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +35,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	gatehouseBin = filepath.Join(dir, "gatehouse")
-	build := exec.Command("go", "build", "-o", gatehouseBin, ".")
+	// Under -race, the proxy the tests drive is race-checked too.
+	args := []string{"build", "-o", gatehouseBin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build gatehouse:", err)
@@ -331,8 +339,26 @@ type rawProxy struct {
 	cmd    *exec.Cmd
 	stdin  interface{ Write([]byte) (int, error) }
 	out    *bufio.Scanner
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 	close  func() error
+}
+
+// syncBuffer is a bytes.Buffer that a process can write while a test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func startRawProxy(t *testing.T, home, name string) *rawProxy {
@@ -346,7 +372,7 @@ func startRawProxy(t *testing.T, home, name string) *rawProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &rawProxy{cmd: cmd, stdin: stdin, stderr: &bytes.Buffer{}, close: stdin.Close}
+	p := &rawProxy{cmd: cmd, stdin: stdin, stderr: &syncBuffer{}, close: stdin.Close}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
