@@ -237,4 +237,3 @@ func (u *UI) Quit() {
 
 // quitDrain is how long Quit lets the event loop run with the window hidden.
 const quitDrain = 150 * time.Millisecond
-
