@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // These tests run the real gatehouse binary against real MCP servers and
@@ -29,11 +30,25 @@ import (
 var gatehouseBin string // built once by TestMain
 
 func TestMain(m *testing.M) {
+	// testscript runs `gatehouse` in scripts by re-running this binary, in
+	// which case only the command runs; otherwise mainM builds the binary
+	// the other tests drive, then runs the tests.
+	os.Exit(testscript.RunMain(mainM{m}, map[string]func() int{
+		"gatehouse": func() int {
+			return run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		},
+	}))
+}
+
+type mainM struct{ m *testing.M }
+
+func (m mainM) Run() int {
 	dir, err := os.MkdirTemp("", "gatehouse-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
+	defer os.RemoveAll(dir)
 	gatehouseBin = filepath.Join(dir, "gatehouse")
 	// Under -race, the proxy the tests drive is race-checked too.
 	args := []string{"build", "-o", gatehouseBin}
@@ -44,11 +59,9 @@ func TestMain(m *testing.M) {
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build gatehouse:", err)
-		os.Exit(1)
+		return 1
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return m.m.Run()
 }
 
 // repoRoot is the folder holding go.mod.

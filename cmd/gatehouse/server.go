@@ -226,14 +226,18 @@ var serverTestCmd = &command{
 		h, err := gateway.Probe(ctx, gatewayCommand(srv), c.stderr)
 		if err != nil {
 			fmt.Fprintf(c.stdout, "✘ %s: %v\n", srv.Name, err)
+			fmt.Fprintf(c.stderr, "hint: check the command: gatehouse server list; run it by hand to see what it prints\n")
 			return &exitError{1}
 		}
-		fmt.Fprintf(c.stdout, "✔ %s: connected in %s, %d tools (%s %s, protocol %s)\n",
-			srv.Name, h.ConnectTime.Round(time.Millisecond), len(h.Tools), h.ServerName, h.ServerVersion, h.ProtocolVersion)
+		tools := fmt.Sprintf("%d tools", len(h.Tools))
+		if len(h.Tools) == 1 {
+			tools = "1 tool"
+		}
+		fmt.Fprintf(c.stdout, "✔ %s: connected in %s, %s (%s %s, protocol %s)\n",
+			srv.Name, h.ConnectTime.Round(time.Millisecond), tools, h.ServerName, h.ServerVersion, h.ProtocolVersion)
 		if fs.Lookup("tools").Value.String() == "true" {
 			for _, t := range h.Tools {
-				desc, _, _ := strings.Cut(t.Description, "\n")
-				fmt.Fprintf(c.stdout, "  %-28s %s\n", t.Name, desc)
+				fmt.Fprintf(c.stdout, "  %-28s %s\n", t.Name, summary(t.Description, 72))
 			}
 		}
 		return nil
@@ -252,4 +256,13 @@ func lookupServer(ctx context.Context, st *store.Store, name string) (store.Serv
 // gatewayCommand is how the gateway starts srv.
 func gatewayCommand(srv store.Server) gateway.Command {
 	return gateway.Command{Path: srv.Command, Args: srv.Args, Env: srv.EnvList(), Dir: srv.Cwd}
+}
+
+// summary is the first line of s, cut to at most n runes.
+func summary(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
