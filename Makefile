@@ -98,7 +98,9 @@ test: deps-test vet staticcheck test-unit test-race build-check ## run every tes
 lint: vet staticcheck ## go vet and staticcheck
 
 vet: go-check
-	$(call heading,lint: go vet ./...)
+	$(call heading,lint: gofmt -l . and go vet ./...)
+	@unformatted=$$(gofmt -l $$(go list -f '{{.Dir}}' ./...)); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt'd (run gofmt -w):" $$unformatted >&2; exit 1; fi
 	CGO_ENABLED=1 go vet ./...
 
 staticcheck: go-check

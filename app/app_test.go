@@ -336,10 +336,10 @@ func TestServerDetails(t *testing.T) {
 // trayApp is a test app whose driver has a system tray.
 type trayApp struct {
 	fyne.App
-	menu  *fyne.Menu
-	icon  fyne.Resource
-	win   fyne.Window
-	quit  chan struct{} // receives each Quit
+	menu *fyne.Menu
+	icon fyne.Resource
+	win  fyne.Window
+	quit chan struct{} // receives each Quit
 }
 
 var _ desktop.App = (*trayApp)(nil)
