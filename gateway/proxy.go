@@ -99,9 +99,6 @@ func New(name string, command Command, opts *Options) *Proxy {
 // client has been told and has closed in). Only JSON-RPC messages are ever
 // written to out.
 func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	r := &relay{p: p, up: &lineWriter{w: out}, pending: map[string]string{}}
-	clientDone := make(chan error, 1)
-
 	start := time.Now()
 	ch, err := startChild(p.command, p.stderr)
 	if err != nil {
@@ -110,7 +107,9 @@ func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		Refuse(ctx, in, out, err)
 		return err
 	}
+	r := newRelay(p.log, p.max, out)
 	r.down = &lineWriter{w: ch.stdin}
+	clientDone := make(chan error, 1)
 	p.log.Info("server started", slog.Int("server_pid", ch.cmd.Process.Pid), slog.Duration("spawn", time.Since(start)))
 
 	serverDone := make(chan error, 1)
@@ -160,13 +159,18 @@ func (p *Proxy) drain(serverDone <-chan error) {
 
 // relay is the state shared by the two directions of one proxied session.
 type relay struct {
-	p    *Proxy
+	log  *slog.Logger
+	max  int         // bytes per message
 	up   *lineWriter // to the client
 	down *lineWriter // to the server; nil when it never started
 
 	mu      sync.Mutex
 	pending map[string]string // client request id -> method, awaiting the server; guarded by mu
 	failed  error             // set once the server is gone; guarded by mu
+}
+
+func newRelay(log *slog.Logger, max int, out io.Writer) *relay {
+	return &relay{log: log, max: max, up: &lineWriter{w: out}, pending: map[string]string{}}
 }
 
 // fail marks the server as gone and answers every request in flight.
@@ -183,14 +187,14 @@ func (r *relay) fail(err error) {
 
 // clientPump relays client -> server until in ends.
 func (r *relay) clientPump(in io.Reader) error {
-	fr := newFrameReader(in, r.p.max)
+	fr := newFrameReader(in, r.max)
 	for {
 		frame, err := fr.next()
 		var tooLarge *tooLargeError
 		switch {
 		case errors.As(err, &tooLarge):
 			id, method := headFields(tooLarge.Head)
-			r.p.log.Warn("refused an oversized message from the client",
+			r.log.Warn("refused an oversized message from the client",
 				slog.Int64("bytes", tooLarge.Size), slog.String("method", method))
 			if id != nil {
 				r.up.write(failureResponse(id, method, fmt.Sprintf(
@@ -220,7 +224,7 @@ func (r *relay) fromClient(frame []byte) {
 		if len(msgs) == 1 {
 			id = msgs[0].id
 		}
-		r.p.log.Warn("refused a malformed message from the client", slog.Any("err", err))
+		r.log.Warn("refused a malformed message from the client", slog.Any("err", err))
 		r.up.write(errorResponse(id, code, "Gatehouse: "+err.Error()))
 		return
 	}
@@ -254,14 +258,14 @@ func (r *relay) fromClient(frame []byte) {
 	if batch {
 		for _, m := range msgs {
 			if m.kind == kindInvalid {
-				r.p.log.Warn("relaying a batch with an invalid member")
+				r.log.Warn("relaying a batch with an invalid member")
 			}
 		}
 	}
 	if err := r.down.write(frame); err != nil {
 		// The server's stdin is closed: it is exiting. The server pump will
 		// see it and fail whatever is still pending.
-		r.p.log.Warn("writing to server", slog.Any("err", err))
+		r.log.Warn("writing to server", slog.Any("err", err))
 	}
 }
 
@@ -280,7 +284,7 @@ func cancelledID(raw []byte) json.RawMessage {
 
 // serverPump relays server -> client until the server's stdout ends.
 func (r *relay) serverPump(stdout io.Reader) error {
-	fr := newFrameReader(stdout, r.p.max)
+	fr := newFrameReader(stdout, r.max)
 	for {
 		frame, err := fr.next()
 		var tooLarge *tooLargeError
@@ -302,7 +306,7 @@ func (r *relay) fromServer(frame []byte) {
 	if err != nil {
 		// Servers that print logs to stdout are common; such lines would
 		// break the client's stream. Drop them and say so.
-		r.p.log.Warn("dropped a line from the server's stdout that is not JSON-RPC",
+		r.log.Warn("dropped a line from the server's stdout that is not JSON-RPC",
 			slog.Any("err", err), slog.Int("bytes", len(frame)))
 		return
 	}
@@ -324,7 +328,7 @@ func (r *relay) fromServerTooLarge(e *tooLargeError) {
 		delete(r.pending, string(id))
 	}
 	r.mu.Unlock()
-	r.p.log.Warn("dropped an oversized message from the server", slog.Int64("bytes", e.Size))
+	r.log.Warn("dropped an oversized message from the server", slog.Int64("bytes", e.Size))
 	if ok {
 		r.up.write(failureResponse(id, method, fmt.Sprintf(
 			"Gatehouse: the server's answer is %d bytes, over the proxy's %d-byte limit per message; it was not delivered.",
@@ -363,8 +367,7 @@ func (l *lineWriter) write(msg []byte) error {
 // shows why instead of a dropped connection. tools/call gets an isError
 // result, other requests a JSON-RPC error; notifications are ignored.
 func Refuse(ctx context.Context, in io.Reader, out io.Writer, err error) {
-	p := New("", Command{}, nil)
-	r := &relay{p: p, up: &lineWriter{w: out}, pending: map[string]string{}}
+	r := newRelay(slog.New(slog.DiscardHandler), DefaultMaxMessageBytes, out)
 	r.fail(err)
 	done := make(chan error, 1)
 	go func() { done <- r.clientPump(in) }()
