@@ -128,6 +128,8 @@ func dsn(path string, busy time.Duration) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(ON)")
+	// Erased payloads must not linger in free pages of the file.
+	q.Add("_pragma", "secure_delete(ON)")
 	q.Set("_txlock", "immediate")
 	return "file:" + filepath.ToSlash(path) + "?" + q.Encode()
 }

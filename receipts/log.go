@@ -1,0 +1,346 @@
+// Package receipts is Gatehouse's evidence log: every authorization receipt,
+// execution outcome and event of the gate, signed and appended to a Merkle
+// log in the shared SQLite database, with the payloads (arguments, results)
+// kept beside it under salted commitments so that they can be erased without
+// breaking a signature or a proof.
+//
+// The format of an entry, a commitment and a checkpoint is package
+// [entry]; this package stores them. Many processes append at once (every
+// proxy an MCP client starts): each append is one IMMEDIATE transaction that
+// reads the log's size and tree hash, signs the entry with them, and stores
+// the entry with the tree's new hashes. The entry's index is its row's
+// primary key, so two appends can never both claim a position: the log never
+// forks, and an append cut short by a crash leaves nothing behind.
+//
+// The log knows nothing of MCP: callers give it receipts and outcomes.
+package receipts
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
+)
+
+// Migrator is the home folder's database, where the log keeps its tables
+// (*store.Store is one).
+type Migrator interface {
+	DB() *sql.DB
+	Migrate(ctx context.Context, component string, steps []string) error
+}
+
+// ErrNotFound is returned for an entry or payload that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// A Log is the evidence log of one home folder, appended to with one key.
+// It is safe for concurrent use, and other processes may use the same
+// database at the same time.
+type Log struct {
+	db    *sql.DB
+	id    string
+	key   ed25519.PrivateKey
+	keyID string
+}
+
+// Open opens the log in m's database, creating it on first use, and makes
+// sure key is announced in it (a key entry signed by key itself, the first
+// time it is used).
+func Open(ctx context.Context, m Migrator, key ed25519.PrivateKey) (*Log, error) {
+	if err := m.Migrate(ctx, "receipts", migrations); err != nil {
+		return nil, fmt.Errorf("open evidence log: %w", err)
+	}
+	l := &Log{db: m.DB(), key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey))}
+	if _, err := l.db.ExecContext(ctx, `INSERT OR IGNORE INTO log_meta (key, value) VALUES ('id', ?)`,
+		strings.TrimPrefix(entry.NewID("l"), "l-")); err != nil {
+		return nil, fmt.Errorf("open evidence log: %w", err)
+	}
+	if err := l.db.QueryRowContext(ctx, `SELECT value FROM log_meta WHERE key = 'id'`).Scan(&l.id); err != nil {
+		return nil, fmt.Errorf("open evidence log: %w", err)
+	}
+	if err := l.announce(ctx, key, "added", ""); err != nil {
+		return nil, fmt.Errorf("open evidence log: %w", err)
+	}
+	return l, nil
+}
+
+// ID returns the log's id, the origin of its checkpoints.
+func (l *Log) ID() string { return l.id }
+
+// KeyID returns the id of the key the log signs with.
+func (l *Log) KeyID() string { return l.keyID }
+
+// announce appends a key entry for key unless the log already has one.
+// "added" is signed by the key itself; "rotated" by the log's current key.
+func (l *Log) announce(ctx context.Context, key ed25519.PrivateKey, action, previous string) error {
+	pub := key.Public().(ed25519.PublicKey)
+	kid := entry.KeyID(pub)
+	signWith := key
+	if action == "rotated" {
+		signWith = l.key
+	}
+	return l.inTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM keys WHERE key_id = ?`, kid).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		body := entry.KeyEvent{Action: action, KeyID: kid, PublicKey: base64.StdEncoding.EncodeToString(pub), Previous: previous}
+		e, err := l.appendTx(ctx, tx, signWith, draft{kind: entry.KindKey, prefix: "k", body: body})
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO keys (key_id, public_key, added_idx) VALUES (?, ?, ?)`, kid, []byte(pub), e.Index)
+		return err
+	})
+}
+
+// Rotate announces next as the log's signing key, in an entry signed by the
+// current one, and signs with it from then on. Entries signed by the old key
+// still verify: its public key stays in the log.
+func (l *Log) Rotate(ctx context.Context, next ed25519.PrivateKey) error {
+	if err := l.announce(ctx, next, "rotated", l.keyID); err != nil {
+		return fmt.Errorf("rotate key: %w", err)
+	}
+	l.key = next
+	l.keyID = entry.KeyID(next.Public().(ed25519.PublicKey))
+	return nil
+}
+
+// A draft is an entry before it has a place in the log.
+type draft struct {
+	kind     entry.Kind
+	prefix   string // of the id
+	body     any
+	index    columns
+	payloads []payload
+	after    func(tx *sql.Tx, e *entry.Entry) error // more writes in the same transaction
+}
+
+// columns are an entry's searchable fields, stored beside it (not signed).
+type columns struct {
+	server, tool, decision, status, client, receipt string
+}
+
+type payload struct {
+	part       string // args, result
+	salt, data []byte
+	commitment string
+}
+
+// AppendReceipt appends an authorization receipt for a call with arguments
+// args (stored beside the log; nil when there are none). It fills in r.Args
+// with their commitment. It returns when the receipt is durable.
+func (l *Log) AppendReceipt(ctx context.Context, r entry.Receipt, args []byte) (*entry.Entry, error) {
+	salt := entry.NewSalt()
+	r.Args = entry.Commit(salt, args)
+	return l.append(ctx, draft{
+		kind: entry.KindReceipt, prefix: "r", body: r,
+		index:    columns{server: r.Server, tool: r.Tool, decision: r.Decision, client: r.Client.Name},
+		payloads: []payload{{part: "args", salt: salt, data: args, commitment: r.Args}},
+	})
+}
+
+// AppendOutcome appends the outcome of the call that receipt o.Receipt
+// authorized, with its result (nil when none came). It fills in o.Result.
+func (l *Log) AppendOutcome(ctx context.Context, o entry.Outcome, result []byte) (*entry.Entry, error) {
+	d := draft{kind: entry.KindOutcome, prefix: "o", index: columns{status: o.Status, receipt: o.Receipt}}
+	if result != nil {
+		salt := entry.NewSalt()
+		o.Result = entry.Commit(salt, result)
+		d.payloads = []payload{{part: "result", salt: salt, data: result, commitment: o.Result}}
+	}
+	d.body = o
+	d.after = func(tx *sql.Tx, e *entry.Entry) error {
+		// The receipt's row carries the status, for search; the signed
+		// receipt itself never changes.
+		res, err := tx.Exec(`UPDATE entries SET status = ? WHERE id = ? AND kind = 'receipt'`, o.Status, o.Receipt)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("outcome for receipt %s: %w", o.Receipt, ErrNotFound)
+		}
+		return nil
+	}
+	return l.append(ctx, d)
+}
+
+// AppendEvent appends a policy or pin entry.
+func (l *Log) AppendEvent(ctx context.Context, kind entry.Kind, body any) (*entry.Entry, error) {
+	switch kind {
+	case entry.KindPolicy, entry.KindPin:
+	default:
+		return nil, fmt.Errorf("append %s: not an event kind", kind)
+	}
+	return l.append(ctx, draft{kind: kind, prefix: "e", body: body})
+}
+
+func (l *Log) append(ctx context.Context, d draft) (*entry.Entry, error) {
+	var e *entry.Entry
+	err := l.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		e, err = l.appendTx(ctx, tx, l.key, d)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append %s: %w", d.kind, err)
+	}
+	return e, nil
+}
+
+// appendTx appends d as the log's next entry inside tx.
+func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, d draft) (*entry.Entry, error) {
+	var n int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`).Scan(&n); err != nil {
+		return nil, err
+	}
+	hr := hashReader{ctx: ctx, q: tx}
+	prev, err := tlog.TreeHash(n, hr)
+	if err != nil {
+		return nil, fmt.Errorf("tree hash at %d: %w", n, err)
+	}
+	body, err := json.Marshal(d.body)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	e := &entry.Entry{
+		Log: l.id, Index: n, ID: entry.NewID(d.prefix), Kind: d.kind,
+		Time: now.Format(time.RFC3339Nano), Prev: entry.FormatTreeHash(prev), Body: body,
+	}
+	data, err := entry.Sign(e, key)
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := tlog.StoredHashes(n, data, hr)
+	if err != nil {
+		return nil, err
+	}
+	base := tlog.StoredHashIndex(0, n)
+	for i, h := range hashes {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO log_hashes (idx, hash) VALUES (?, ?)`, base+int64(i), h[:]); err != nil {
+			return nil, err
+		}
+	}
+	c := d.index
+	if _, err := tx.ExecContext(ctx, `INSERT INTO entries
+		(idx, id, kind, time_ns, key_id, server, tool, decision, status, client, receipt_id, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		n, e.ID, string(e.Kind), now.UnixNano(), e.Key, c.server, c.tool, c.decision, c.status, c.client, c.receipt, data); err != nil {
+		return nil, err
+	}
+	for _, p := range d.payloads {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO payloads (entry_idx, part, salt, data, commitment) VALUES (?, ?, ?, ?, ?)`,
+			n, p.part, p.salt, nonNil(p.data), p.commitment); err != nil {
+			return nil, err
+		}
+	}
+	if d.after != nil {
+		if err := d.after(tx, e); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// inTx runs f in one IMMEDIATE transaction (the store opens the database with
+// _txlock=immediate), committing when f returns nil.
+func (l *Log) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := f(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// hashReader reads the tree's stored hashes for tlog.
+type hashReader struct {
+	ctx context.Context
+	q   querier
+}
+
+func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, idx := range indexes {
+		var b []byte
+		if err := r.q.QueryRowContext(r.ctx, `SELECT hash FROM log_hashes WHERE idx = ?`, idx).Scan(&b); err != nil {
+			return nil, fmt.Errorf("read tree hash %d: %w", idx, err)
+		}
+		if len(b) != tlog.HashSize {
+			return nil, fmt.Errorf("read tree hash %d: %d bytes", idx, len(b))
+		}
+		copy(out[i][:], b)
+	}
+	return out, nil
+}
+
+// migrations are the log's schema steps. Append only.
+var migrations = []string{
+	// 1: the log, its tree, its keys and the payloads beside it.
+	`CREATE TABLE log_meta (
+		key   TEXT NOT NULL PRIMARY KEY,
+		value TEXT NOT NULL
+	) STRICT;
+	CREATE TABLE entries (
+		idx        INTEGER NOT NULL PRIMARY KEY, -- position; one row per position, so the log cannot fork
+		id         TEXT    NOT NULL UNIQUE,
+		kind       TEXT    NOT NULL,
+		time_ns    INTEGER NOT NULL,
+		key_id     TEXT    NOT NULL,
+		server     TEXT    NOT NULL,
+		tool       TEXT    NOT NULL,
+		decision   TEXT    NOT NULL,
+		status     TEXT    NOT NULL, -- receipts: their outcome's status, once written
+		client     TEXT    NOT NULL,
+		receipt_id TEXT    NOT NULL, -- outcomes: the receipt they complete
+		data       BLOB    NOT NULL  -- the signed entry, canonical JSON
+	) STRICT;
+	CREATE INDEX entries_time ON entries (time_ns);
+	CREATE INDEX entries_receipt ON entries (receipt_id) WHERE receipt_id != '';
+	CREATE TABLE log_hashes (
+		idx  INTEGER NOT NULL PRIMARY KEY, -- tlog stored hash index
+		hash BLOB    NOT NULL
+	) STRICT;
+	CREATE TABLE keys (
+		key_id     TEXT    NOT NULL PRIMARY KEY,
+		public_key BLOB    NOT NULL,
+		added_idx  INTEGER NOT NULL
+	) STRICT;
+	CREATE TABLE payloads (
+		entry_idx  INTEGER NOT NULL,
+		part       TEXT    NOT NULL, -- args, result
+		salt       BLOB,             -- NULL once erased
+		data       BLOB,             -- NULL once erased
+		commitment TEXT    NOT NULL,
+		erased_by  INTEGER,          -- index of the erasure entry
+		PRIMARY KEY (entry_idx, part)
+	) STRICT`,
+}

@@ -1,0 +1,206 @@
+package receipts
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"testing"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+func newKey(tb testing.TB) ed25519.PrivateKey {
+	tb.Helper()
+	_, k, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+// MustOpen opens a log in a fresh home folder.
+func MustOpen(tb testing.TB, key ed25519.PrivateKey) (*Log, *store.Store) {
+	tb.Helper()
+	st, err := store.Open(context.Background(), tb.TempDir(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	l, err := Open(context.Background(), st, key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l, st
+}
+
+func sampleReceipt() entry.Receipt {
+	return entry.Receipt{
+		Capability: "mcp.files.read_file", Server: "files", Tool: "read_file",
+		Decision: entry.Allow, Rule: "default:low", Client: entry.Client{Name: "claude-code", Version: "2.1"},
+	}
+}
+
+func TestAppendAndRead(t *testing.T) {
+	ctx := context.Background()
+	key := newKey(t)
+	l, _ := MustOpen(t, key)
+	r, err := l.AppendReceipt(ctx, sampleReceipt(), []byte(`{"path":"/home/me/notes.txt"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded, DurationMS: 1.5}, []byte(`{"content":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Index != 1 || o.Index != 2 {
+		t.Errorf("indexes = %d, %d; want 1, 2 (0 is the key entry)", r.Index, o.Index)
+	}
+	if _, err := l.AppendOutcome(ctx, entry.Outcome{Receipt: "r-nope", Status: entry.Failed}, nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("outcome for an unknown receipt = %v, want ErrNotFound", err)
+	}
+
+	// Every stored entry parses, verifies, and its prev is the tree before it.
+	n, _ := l.Size(ctx)
+	if n != 3 {
+		t.Fatalf("Size = %d, want 3", n)
+	}
+	var leaves []tlog.Hash
+	for s, err := range l.Entries(ctx, 0, n) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := entry.Parse(s.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := entry.Verify(e, key.Public().(ed25519.PublicKey)); err != nil {
+			t.Errorf("entry %d: %v", s.Index, err)
+		}
+		want, _ := l.TreeHash(ctx, s.Index)
+		if e.Prev != entry.FormatTreeHash(want) {
+			t.Errorf("entry %d prev = %s, want %s", s.Index, e.Prev, entry.FormatTreeHash(want))
+		}
+		for _, p := range s.Payloads {
+			if entry.Commit(p.Salt, p.Data) != p.Commitment {
+				t.Errorf("entry %d %s: payload does not match its commitment", s.Index, p.Part)
+			}
+		}
+		leaves = append(leaves, entry.LeafHash(s.Data))
+	}
+	// The stored tree is the tree of the entries.
+	signed, cp, err := l.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := treeOf(leaves); got != cp.Hash || cp.Size != n {
+		t.Errorf("checkpoint %d %v, want %d %v", cp.Size, cp.Hash, n, got)
+	}
+	got, kid, err := entry.OpenCheckpoint(signed, []ed25519.PublicKey{key.Public().(ed25519.PublicKey)})
+	if err != nil || got != cp || kid != l.KeyID() {
+		t.Errorf("OpenCheckpoint = %v, %s, %v", got, kid, err)
+	}
+	for i := range n {
+		p, err := l.ProveInclusion(ctx, i, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tlog.CheckRecord(p, n, cp.Hash, i, leaves[i]); err != nil {
+			t.Errorf("inclusion of %d: %v", i, err)
+		}
+	}
+}
+
+// treeOf computes an RFC 6962 tree hash from leaf hashes, independently of
+// the stored hashes.
+func treeOf(leaves []tlog.Hash) tlog.Hash {
+	var stored []tlog.Hash
+	r := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			out[i] = stored[x]
+		}
+		return out, nil
+	})
+	for i, h := range leaves {
+		hs, _ := tlog.StoredHashesForRecordHash(int64(i), h, r)
+		stored = append(stored, hs...)
+	}
+	h, _ := tlog.TreeHash(int64(len(leaves)), r)
+	return h
+}
+
+func TestEraseKeepsProofs(t *testing.T) {
+	ctx := context.Background()
+	key := newKey(t)
+	l, _ := MustOpen(t, key)
+	r, _ := l.AppendReceipt(ctx, sampleReceipt(), []byte(`{"to":"alice@example.com"}`))
+	l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded}, []byte(`sent to alice@example.com`))
+	_, before, _ := l.Checkpoint(ctx)
+
+	er, err := l.Erase(ctx, []string{r.ID}, "GDPR request 42")
+	if err != nil || er == nil {
+		t.Fatalf("Erase = %v, %v", er, err)
+	}
+	s, err := l.EntryByID(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Payloads) != 1 || !s.Payloads[0].Erased() || s.Payloads[0].Data != nil || s.Payloads[0].Salt != nil {
+		t.Errorf("payload after erasure = %+v, want a tombstone", s.Payloads)
+	}
+	// The old tree is a prefix of the new one, and the erased entry still
+	// verifies.
+	_, after, _ := l.Checkpoint(ctx)
+	p, err := l.ProveConsistency(ctx, before.Size, after.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tlog.CheckTree(p, after.Size, after.Hash, before.Size, before.Hash); err != nil {
+		t.Errorf("consistency after erasure: %v", err)
+	}
+	e, _ := entry.Parse(s.Data)
+	if err := entry.Verify(e, key.Public().(ed25519.PublicKey)); err != nil {
+		t.Errorf("erased entry no longer verifies: %v", err)
+	}
+	if again, err := l.Erase(ctx, []string{r.ID}, "twice"); err != nil || again != nil {
+		t.Errorf("erasing again = %v, %v; want nothing to do", again, err)
+	}
+}
+
+func TestRotate(t *testing.T) {
+	ctx := context.Background()
+	old, next := newKey(t), newKey(t)
+	l, st := MustOpen(t, old)
+	l.AppendReceipt(ctx, sampleReceipt(), nil)
+	if err := l.Rotate(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := l.AppendReceipt(ctx, sampleReceipt(), nil)
+	if r.Key != entry.KeyID(next.Public().(ed25519.PublicKey)) {
+		t.Errorf("after rotation entries are signed by %s", r.Key)
+	}
+	keys, _ := l.Keys(ctx)
+	if len(keys) != 2 {
+		t.Fatalf("keys = %v, want 2", keys)
+	}
+	// The rotation entry is signed by the old key.
+	for s, err := range l.Entries(ctx, keys[1].AddedIdx, keys[1].AddedIdx+1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, _ := entry.Parse(s.Data); e.Key != keys[0].ID {
+			t.Errorf("rotation signed by %s, want the old key %s", e.Key, keys[0].ID)
+		}
+	}
+	// Reopening with the old key does not announce it again.
+	if _, err := Open(ctx, st, old); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := l.Keys(ctx); len(keys) != 2 {
+		t.Errorf("keys after reopening = %d, want 2", len(keys))
+	}
+}

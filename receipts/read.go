@@ -1,0 +1,238 @@
+package receipts
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
+)
+
+// Size returns the number of entries in the log.
+func (l *Log) Size(ctx context.Context) (int64, error) {
+	var n int64
+	err := l.db.QueryRowContext(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`).Scan(&n)
+	return n, err
+}
+
+// Checkpoint returns a signed checkpoint of the log as it is now.
+func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) {
+	var c entry.Checkpoint
+	err := l.inTx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`).Scan(&c.Size); err != nil {
+			return err
+		}
+		h, err := tlog.TreeHash(c.Size, hashReader{ctx, tx})
+		c.Hash = h
+		return err
+	})
+	if err != nil {
+		return nil, c, fmt.Errorf("checkpoint: %w", err)
+	}
+	c.Log = l.id
+	signed, err := entry.SignCheckpoint(c, l.key)
+	if err != nil {
+		return nil, c, fmt.Errorf("checkpoint: %w", err)
+	}
+	return signed, c, nil
+}
+
+// ProveInclusion proves that entry index is in the tree of the given size.
+func (l *Log) ProveInclusion(ctx context.Context, index, size int64) (tlog.RecordProof, error) {
+	p, err := tlog.ProveRecord(size, index, hashReader{ctx, l.db})
+	if err != nil {
+		return nil, fmt.Errorf("prove entry %d in %d: %w", index, size, err)
+	}
+	return p, nil
+}
+
+// ProveConsistency proves that the tree of size oldSize is a prefix of the
+// tree of size newSize.
+func (l *Log) ProveConsistency(ctx context.Context, oldSize, newSize int64) (tlog.TreeProof, error) {
+	p, err := tlog.ProveTree(newSize, oldSize, hashReader{ctx, l.db})
+	if err != nil {
+		return nil, fmt.Errorf("prove %d consistent with %d: %w", oldSize, newSize, err)
+	}
+	return p, nil
+}
+
+// TreeHash returns the tree hash of the log's first size entries.
+func (l *Log) TreeHash(ctx context.Context, size int64) (tlog.Hash, error) {
+	return tlog.TreeHash(size, hashReader{ctx, l.db})
+}
+
+// A Stored entry is an entry as the log holds it: its signed bytes, and its
+// payloads beside it.
+type Stored struct {
+	Index    int64
+	Data     []byte // the signed entry
+	Payloads []Payload
+}
+
+// A Payload is an entry's arguments or result, or its tombstone.
+type Payload struct {
+	Part       string // args, result
+	Commitment string
+	Salt, Data []byte // nil once erased
+	ErasedBy   int64  // index of the erasure entry; -1 when not erased
+}
+
+// Erased reports whether the payload was erased.
+func (p Payload) Erased() bool { return p.ErasedBy >= 0 }
+
+// Entries yields the entries with from <= index < to, in order, with their
+// payloads.
+func (l *Log) Entries(ctx context.Context, from, to int64) iter.Seq2[Stored, error] {
+	return func(yield func(Stored, error) bool) {
+		rows, err := l.db.QueryContext(ctx, `SELECT e.idx, e.data, p.part, p.commitment, p.salt, p.data, coalesce(p.erased_by, -1)
+			FROM entries e LEFT JOIN payloads p ON p.entry_idx = e.idx
+			WHERE e.idx >= ? AND e.idx < ? ORDER BY e.idx, p.part`, from, to)
+		if err != nil {
+			yield(Stored{}, err)
+			return
+		}
+		defer rows.Close()
+		var cur Stored
+		cur.Index = -1
+		for rows.Next() {
+			var (
+				idx        int64
+				data       []byte
+				part, comm sql.NullString
+				salt, pd   []byte
+				erasedBy   int64
+			)
+			if err := rows.Scan(&idx, &data, &part, &comm, &salt, &pd, &erasedBy); err != nil {
+				yield(Stored{}, err)
+				return
+			}
+			if idx != cur.Index {
+				if cur.Index >= 0 && !yield(cur, nil) {
+					return
+				}
+				cur = Stored{Index: idx, Data: data}
+			}
+			if part.Valid {
+				cur.Payloads = append(cur.Payloads, Payload{Part: part.String, Commitment: comm.String, Salt: salt, Data: pd, ErasedBy: erasedBy})
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(Stored{}, err)
+			return
+		}
+		if cur.Index >= 0 {
+			yield(cur, nil)
+		}
+	}
+}
+
+// EntryByID returns the entry with the given id.
+func (l *Log) EntryByID(ctx context.Context, id string) (Stored, error) {
+	var idx int64
+	err := l.db.QueryRowContext(ctx, `SELECT idx FROM entries WHERE id = ?`, id).Scan(&idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Stored{}, fmt.Errorf("entry %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Stored{}, err
+	}
+	for s, err := range l.Entries(ctx, idx, idx+1) {
+		return s, err
+	}
+	return Stored{}, fmt.Errorf("entry %s: %w", id, ErrNotFound)
+}
+
+// A Key is a signing key announced in the log.
+type Key struct {
+	ID       string
+	Public   ed25519.PublicKey
+	AddedIdx int64 // index of the entry that announced it
+}
+
+// Keys returns every key announced in the log, oldest first.
+func (l *Log) Keys(ctx context.Context) ([]Key, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT key_id, public_key, added_idx FROM keys ORDER BY added_idx`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Key
+	for rows.Next() {
+		var k Key
+		var pub []byte
+		if err := rows.Scan(&k.ID, &pub, &k.AddedIdx); err != nil {
+			return nil, err
+		}
+		k.Public = ed25519.PublicKey(pub)
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// Erase deletes the payloads (arguments and results) of the entries with the
+// given ids, and their salts, leaving tombstones, and appends an erasure
+// entry that names what was erased and why. Signatures and proofs stay
+// valid: entries hold commitments, not payloads. Payloads already erased are
+// skipped; if nothing is left to erase, no entry is appended and nil is
+// returned.
+func (l *Log) Erase(ctx context.Context, ids []string, reason string) (*entry.Entry, error) {
+	var e *entry.Entry
+	err := l.inTx(ctx, func(tx *sql.Tx) error {
+		var erased []entry.Erased
+		var idxs []int64
+		for _, id := range ids {
+			rows, err := tx.QueryContext(ctx, `SELECT p.entry_idx, p.part, p.commitment FROM payloads p
+				JOIN entries e ON e.idx = p.entry_idx WHERE e.id = ? AND p.erased_by IS NULL ORDER BY p.part`, id)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var er entry.Erased
+				var idx int64
+				if err := rows.Scan(&idx, &er.Part, &er.Commitment); err != nil {
+					rows.Close()
+					return err
+				}
+				er.Entry = id
+				erased = append(erased, er)
+				idxs = append(idxs, idx)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		if len(erased) == 0 {
+			return nil
+		}
+		var err error
+		e, err = l.appendTx(ctx, tx, l.key, draft{kind: entry.KindErasure, prefix: "e",
+			body: entry.ErasureEvent{Erased: erased, Reason: reason}})
+		if err != nil {
+			return err
+		}
+		for i, er := range erased {
+			if _, err := tx.ExecContext(ctx, `UPDATE payloads SET salt = NULL, data = NULL, erased_by = ?
+				WHERE entry_idx = ? AND part = ?`, e.Index, idxs[i], er.Part); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("erase: %w", err)
+	}
+	if e != nil {
+		// secure_delete zeroes the erased bytes in the database file; the
+		// write-ahead log still holds the pages as they were until it is
+		// checkpointed and reset. Best effort: a reader in another process
+		// can hold it back until later.
+		l.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
+	return e, nil
+}
