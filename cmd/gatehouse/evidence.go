@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+
+	"github.com/gatehouse-dev/gatehouse/receipts"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/vault"
+)
+
+// vaultFor returns the keychain view of the home folder st: the default home
+// uses the service "gatehouse"; any other home (a profile, a test) gets its
+// own service, named after its path, so that homes never share keys.
+func vaultFor(st *store.Store) *vault.Vault {
+	service := vault.DefaultService
+	if def, err := store.DefaultDir(); err != nil || def != st.Dir() {
+		sum := sha256.Sum256([]byte(st.Dir()))
+		service += "-" + hex.EncodeToString(sum[:6])
+	}
+	return vault.New(&vault.Options{Service: service})
+}
+
+// openLog opens the home folder and its evidence log, signing with the key
+// the keychain holds for it (created on first use). The caller closes the
+// store.
+func (c *cli) openLog(ctx context.Context) (*store.Store, *receipts.Log, error) {
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := vaultFor(st).SigningKey()
+	if err != nil {
+		st.Close()
+		if errors.Is(err, vault.ErrUnavailable) {
+			return nil, nil, withHint(err, "the evidence log's signing key lives in the OS keychain; make it reachable and retry")
+		}
+		return nil, nil, err
+	}
+	l, err := receipts.Open(ctx, st, key)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, l, nil
+}

@@ -1,0 +1,175 @@
+// Package vault keeps Gatehouse's secrets in the operating system's keychain
+// (macOS Keychain, Windows Credential Manager, the Secret Service on Linux,
+// through github.com/zalando/go-keyring) and nowhere else: no value it holds
+// is ever written to the database, a log, a receipt, a config file or
+// stdout.
+//
+// Today it holds the evidence log's signing key: an Ed25519 key created in the
+// keychain the first time it is needed, and loaded by every Gatehouse process.
+//
+// When the keychain cannot be reached (no Secret Service on a Linux without a
+// desktop session, a locked keyring), operations fail with an error that
+// says what to install or unlock; nothing falls back to plain text.
+package vault
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/zalando/go-keyring"
+)
+
+// DefaultService is the keychain service name Gatehouse's items live under.
+const DefaultService = "gatehouse"
+
+// ErrUnavailable wraps every failure to reach the keychain.
+var ErrUnavailable = errors.New("keychain unavailable")
+
+// ErrNotFound is returned for a secret the keychain does not hold.
+var ErrNotFound = errors.New("not in the keychain")
+
+// A Vault is a view of the keychain under one service name.
+type Vault struct {
+	service string
+}
+
+// Options configure [New]. Nil options mean the defaults.
+type Options struct {
+	// Service is the keychain service name; empty means DefaultService.
+	// Separate profiles (and tests) use separate services.
+	Service string
+}
+
+// New returns the vault for opts.Service.
+func New(opts *Options) *Vault {
+	v := &Vault{service: DefaultService}
+	if opts != nil && opts.Service != "" {
+		v.service = opts.Service
+	}
+	return v
+}
+
+const signingKeyUser = "signing-key"
+
+// storedKey is how the signing key sits in the keychain.
+type storedKey struct {
+	Seed string `json:"seed"` // base64 of the 32-byte Ed25519 seed
+}
+
+// SigningKey returns the evidence log's signing key, creating it in the
+// keychain on first use.
+func (v *Vault) SigningKey() (ed25519.PrivateKey, error) {
+	k, err := v.loadSigningKey()
+	if errors.Is(err, ErrNotFound) {
+		_, k, err = ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return nil, fmt.Errorf("create signing key: %w", err)
+		}
+		if err := v.storeSigningKey(k); err != nil {
+			return nil, err
+		}
+		// Another process may have created one at the same moment: the
+		// keychain's copy is the one every process uses.
+		return v.loadSigningKey()
+	}
+	return k, err
+}
+
+// RotateSigningKey creates a new signing key and makes it the current one,
+// returning it. The old private key is deleted: entries it signed stay
+// verifiable through its public key, which the log holds.
+func (v *Vault) RotateSigningKey() (ed25519.PrivateKey, error) {
+	_, k, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("create signing key: %w", err)
+	}
+	if err := v.storeSigningKey(k); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func (v *Vault) loadSigningKey() (ed25519.PrivateKey, error) {
+	s, err := v.get(signingKeyUser)
+	if err != nil {
+		return nil, err
+	}
+	var sk storedKey
+	seed, derr := []byte(nil), json.Unmarshal([]byte(s), &sk)
+	if derr == nil {
+		seed, derr = base64.StdEncoding.DecodeString(sk.Seed)
+	}
+	if derr != nil || len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("signing key in the keychain (service %q) is damaged; rotate it with: gatehouse keys rotate", v.service)
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+func (v *Vault) storeSigningKey(k ed25519.PrivateKey) error {
+	b, _ := json.Marshal(storedKey{Seed: base64.StdEncoding.EncodeToString(k.Seed())})
+	return v.set(signingKeyUser, string(b))
+}
+
+func (v *Vault) get(user string) (string, error) {
+	if err := checkReachable(); err != nil {
+		return "", err
+	}
+	s, err := keyring.Get(v.service, user)
+	if errors.Is(err, keyring.ErrNotFound) {
+		return "", fmt.Errorf("%s: %w", user, ErrNotFound)
+	}
+	if err != nil {
+		return "", explain(err)
+	}
+	return s, nil
+}
+
+func (v *Vault) set(user, value string) error {
+	if err := checkReachable(); err != nil {
+		return err
+	}
+	if err := keyring.Set(v.service, user, value); err != nil {
+		return explain(err)
+	}
+	return nil
+}
+
+// checkReachable fails early where go-keyring would otherwise start a stray
+// D-Bus daemon of its own (it runs dbus-launch when no session bus is known).
+func checkReachable() error {
+	if runtime.GOOS != "linux" && runtime.GOOS != "freebsd" {
+		return nil
+	}
+	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") != "" {
+		return nil
+	}
+	if _, err := os.Stat(fmt.Sprintf("/run/user/%d/bus", os.Getuid())); err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset and /run/user/%d/bus does not exist); "+
+		"run Gatehouse in a desktop session, or pass DBUS_SESSION_BUS_ADDRESS to it (an MCP client passes its servers only a few variables: put it in the server entry's env)",
+		ErrUnavailable, os.Getuid())
+}
+
+// explain turns the keychain library's errors into what a person can act on.
+func explain(err error) error {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, keyring.ErrSetDataTooBig):
+		return fmt.Errorf("%w: the value is too large for this keychain", ErrUnavailable)
+	case strings.Contains(msg, "org.freedesktop.secrets") && strings.Contains(msg, "not provided"):
+		return fmt.Errorf("%w: no Secret Service is running; install and start one (Debian: apt install gnome-keyring, or KeePassXC with its Secret Service enabled): %v", ErrUnavailable, err)
+	case strings.Contains(msg, "unlock"):
+		return fmt.Errorf("%w: the keyring is locked; unlock it (log in to the desktop, or open Passwords and Keys) and retry: %v", ErrUnavailable, err)
+	case strings.Contains(msg, "dbus-launch"):
+		return fmt.Errorf("%w: no D-Bus session bus: %v", ErrUnavailable, err)
+	}
+	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}

@@ -1,0 +1,70 @@
+package vault
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/zalando/go-keyring"
+)
+
+// These tests use the real keychain: make test runs them inside a private
+// D-Bus session with gnome-keyring (scripts/keyring-session.sh), under a
+// service name of their own.
+func testVault(t *testing.T) *Vault {
+	t.Helper()
+	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" && os.Getenv("GATEHOUSE_TEST_KEYRING") == "" {
+		t.Fatal("no keychain session: run the tests with make test (or scripts/keyring-session.sh go test ./vault)")
+	}
+	v := New(&Options{Service: "gatehouse-test-" + t.Name()})
+	t.Cleanup(func() { keyring.DeleteAll(v.service) })
+	return v
+}
+
+func TestSigningKey(t *testing.T) {
+	v := testVault(t)
+	k1, err := v.SigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := New(&Options{Service: v.service}).SigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(k1, k2) {
+		t.Error("a second vault on the same service created another key instead of loading the first")
+	}
+	k3, err := v.RotateSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k4, _ := v.SigningKey()
+	if bytes.Equal(k3, k1) || !bytes.Equal(k3, k4) {
+		t.Error("after rotation the current key is not the new one")
+	}
+}
+
+func TestDamagedKey(t *testing.T) {
+	v := testVault(t)
+	if err := keyring.Set(v.service, signingKeyUser, "not json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.SigningKey(); err == nil || !bytes.Contains([]byte(err.Error()), []byte("gatehouse keys rotate")) {
+		t.Errorf("SigningKey with a damaged item = %v, want an error with the way out", err)
+	}
+}
+
+func TestNoSessionBus(t *testing.T) {
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "")
+	if _, err := os.Stat("/run/user/" + itoa(os.Getuid()) + "/bus"); err == nil {
+		t.Fatal("this machine has a systemd user bus; the test needs one without")
+	}
+	_, err := New(&Options{Service: "gatehouse-test-nobus"}).SigningKey()
+	if !errors.Is(err, ErrUnavailable) || !bytes.Contains([]byte(err.Error()), []byte("DBUS_SESSION_BUS_ADDRESS")) {
+		t.Errorf("SigningKey without a bus = %v, want ErrUnavailable naming the variable", err)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
