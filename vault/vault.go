@@ -82,13 +82,23 @@ func (v *Vault) SigningKey() (ed25519.PrivateKey, error) {
 	return k, err
 }
 
-// RotateSigningKey creates a new signing key and makes it the current one,
-// returning it. The old private key is deleted: entries it signed stay
+// RotateSigningKey creates a new signing key, calls announce with it (the
+// evidence log records the rotation, signed by the old key), and only then
+// makes it the current key in the keychain, replacing the old one. If
+// announce fails, nothing changes. Entries the old key signed stay
 // verifiable through its public key, which the log holds.
-func (v *Vault) RotateSigningKey() (ed25519.PrivateKey, error) {
+func (v *Vault) RotateSigningKey(announce func(next ed25519.PrivateKey) error) (ed25519.PrivateKey, error) {
+	if err := checkReachable(); err != nil {
+		return nil, err
+	}
 	_, k, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("create signing key: %w", err)
+	}
+	if announce != nil {
+		if err := announce(k); err != nil {
+			return nil, err
+		}
 	}
 	if err := v.storeSigningKey(k); err != nil {
 		return nil, err

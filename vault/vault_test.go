@@ -2,6 +2,7 @@ package vault
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"errors"
 	"os"
 	"strconv"
@@ -36,13 +37,21 @@ func TestSigningKey(t *testing.T) {
 	if !bytes.Equal(k1, k2) {
 		t.Error("a second vault on the same service created another key instead of loading the first")
 	}
-	k3, err := v.RotateSigningKey()
+	announced := false
+	k3, err := v.RotateSigningKey(func(ed25519.PrivateKey) error { announced = true; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	k4, _ := v.SigningKey()
-	if bytes.Equal(k3, k1) || !bytes.Equal(k3, k4) {
-		t.Error("after rotation the current key is not the new one")
+	if !announced || bytes.Equal(k3, k1) || !bytes.Equal(k3, k4) {
+		t.Error("after rotation the current key is not the new one, or it was not announced")
+	}
+	// A failed announcement changes nothing.
+	if _, err := v.RotateSigningKey(func(ed25519.PrivateKey) error { return errors.New("log is full") }); err == nil {
+		t.Error("rotation succeeded although the announcement failed")
+	}
+	if k5, _ := v.SigningKey(); !bytes.Equal(k5, k4) {
+		t.Error("a failed rotation replaced the key")
 	}
 }
 

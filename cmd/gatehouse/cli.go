@@ -42,6 +42,7 @@ func init() {
 	commands = []*command{
 		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd,
 		proxyCmd, benchCmd, benchEchoServerCmd, versionCmd,
+		keysListCmd, keysRotateCmd, keysExportCmd,
 	}
 }
 
@@ -130,8 +131,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 	}
 	cmd, rest := lookup(args)
 	if cmd == nil {
-		if args[0] == "server" {
-			return usagef("server: unknown or missing subcommand %q (add, list, remove, test)", strings.Join(args[1:], " "))
+		if subs := subcommands(args[0]); len(subs) > 0 {
+			return usagef("%s: unknown or missing subcommand %q (%s)", args[0], strings.Join(args[1:], " "), strings.Join(subs, ", "))
 		}
 		return usagef("unknown command %q", args[0])
 	}
@@ -149,6 +150,17 @@ func lookup(args []string) (*command, []string) {
 		}
 	}
 	return nil, nil
+}
+
+// subcommands lists the second words of the commands whose first word is group.
+func subcommands(group string) []string {
+	var subs []string
+	for _, cmd := range commands {
+		if first, second, ok := strings.Cut(cmd.name, " "); ok && first == group && !cmd.hidden {
+			subs = append(subs, second)
+		}
+	}
+	return subs
 }
 
 // flagSet returns a flag set with the global flags and the command's own.
