@@ -58,6 +58,10 @@ type Options struct {
 	// StopGrace is how long the server gets to exit after its stdin closes,
 	// and again after SIGTERM, before it is killed. Zero means 2 seconds.
 	StopGrace time.Duration
+	// Secrets are the values (by secret id) the server was given. Every
+	// message from the server is searched for them and their common
+	// encodings, which are replaced before the client sees them.
+	Secrets map[string]string
 }
 
 // A Proxy relays one MCP client to one stdio MCP server.
@@ -68,6 +72,7 @@ type Proxy struct {
 	stderr  io.Writer
 	max     int
 	grace   time.Duration
+	redact  *redactor // nil when the server holds no secrets
 }
 
 // New returns a proxy for the server called name, started with command.
@@ -77,6 +82,9 @@ func New(name string, command Command, opts *Options) *Proxy {
 	}
 	p := &Proxy{name: name, command: command, log: opts.Logger, stderr: opts.Stderr,
 		max: opts.MaxMessageBytes, grace: opts.StopGrace}
+	if len(opts.Secrets) > 0 {
+		p.redact = newRedactor(opts.Secrets)
+	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -109,6 +117,7 @@ func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	r := newRelay(p.log, p.max, out)
 	r.down = &lineWriter{w: ch.stdin}
+	r.redact = p.redact
 	clientDone := make(chan error, 1)
 	p.log.Info("server started", slog.Int("server_pid", ch.cmd.Process.Pid), slog.Duration("spawn", time.Since(start)))
 
@@ -159,10 +168,11 @@ func (p *Proxy) drain(serverDone <-chan error) {
 
 // relay is the state shared by the two directions of one proxied session.
 type relay struct {
-	log  *slog.Logger
-	max  int         // bytes per message
-	up   *lineWriter // to the client
-	down *lineWriter // to the server; nil when it never started
+	log    *slog.Logger
+	max    int         // bytes per message
+	up     *lineWriter // to the client
+	down   *lineWriter // to the server; nil when it never started
+	redact *redactor   // nil when there is nothing to redact
 
 	mu      sync.Mutex
 	pending map[string]string // client request id -> method, awaiting the server; guarded by mu
@@ -317,6 +327,14 @@ func (r *relay) fromServer(frame []byte) {
 		}
 	}
 	r.mu.Unlock()
+	if r.redact != nil {
+		var findings []Finding
+		frame, findings = r.redact.redact(frame)
+		for _, f := range findings {
+			r.log.Warn("redacted a secret the server sent", slog.String("secret", f.Secret),
+				slog.String("encoding", f.Encoding), slog.Int("count", f.Count), slog.String("method", msgs[0].method))
+		}
+	}
 	r.up.write(frame)
 }
 

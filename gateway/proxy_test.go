@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"bufio"
+	"encoding/hex"
+	"fmt"
+	"net/url"
 	"context"
 	"encoding/json"
 	"errors"
@@ -312,5 +315,41 @@ func TestStopsServerThatIgnoresEOF(t *testing.T) {
 	}
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("server process %d still exists after the proxy stopped (kill 0: %v)", pid, err)
+	}
+}
+
+func TestRedactsSecrets(t *testing.T) {
+	const secret = "ghp_S3cr3tT0kenValue42"
+	s := startSession(t, testServerCommand("TEST_SECRET="+secret), &Options{Secrets: map[string]string{"gh.TOKEN": secret}})
+	s.initialize()
+	for i, enc := range []string{"raw", "base64", "hex", "url", "escaped", "split"} {
+		t.Run(enc, func(t *testing.T) {
+			s := s.on(t)
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"secret","arguments":{"enc":%q}}}`, 100+i, enc))
+			line := s.recv()
+			assertNoSecret(t, line, secret)
+			if !strings.Contains(line, "[redacted by Gatehouse: secret gh.TOKEN]") {
+				t.Errorf("answer %s carries no redaction marker", line)
+			}
+		})
+	}
+	t.Run("notification", func(t *testing.T) {
+		s := s.on(t)
+		s.send(`{"jsonrpc":"2.0","id":200,"method":"tools/call","params":{"name":"secret","arguments":{"enc":"log"}}}`)
+		assertNoSecret(t, s.recv(), secret)
+		assertNoSecret(t, s.recv(), secret)
+	})
+}
+
+// assertNoSecret fails if line holds secret in any common encoding.
+func assertNoSecret(t *testing.T, line, secret string) {
+	t.Helper()
+	var decoded any
+	json.Unmarshal([]byte(line), &decoded)
+	plain, _ := json.Marshal(decoded)
+	for _, form := range []string{secret, hex.EncodeToString([]byte(secret)), url.QueryEscape(secret), secret[3:15]} {
+		if strings.Contains(line, form) || strings.Contains(string(plain), form) {
+			t.Errorf("the client received the secret (%q) in %s", form, line)
+		}
 	}
 }

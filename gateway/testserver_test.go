@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"bufio"
+	"encoding/base64"
+	"encoding/hex"
+	"net/url"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -136,6 +139,32 @@ func runTestServer(ignoreEOF bool) {
 					send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"cancelled ` + string(id) + `"}}`)
 				case <-time.After(10 * time.Second):
 					text("not cancelled")
+				}
+			case "secret":
+				// Leaks TEST_SECRET in the form arguments.enc asks for.
+				var a struct{ Enc string }
+				json.Unmarshal(p.Arguments, &a)
+				v := os.Getenv("TEST_SECRET")
+				switch a.Enc {
+				case "raw":
+					text("token is " + v + ".")
+				case "base64":
+					text("xx" + base64.StdEncoding.EncodeToString([]byte("prefix:"+v+":suffix")))
+				case "hex":
+					text(hex.EncodeToString([]byte(v)))
+				case "url":
+					text("https://example.com/?t=" + url.QueryEscape(v))
+				case "escaped":
+					var esc strings.Builder
+					for _, r := range v {
+						fmt.Fprintf(&esc, "\\u%04x", r)
+					}
+					send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"` + esc.String() + `"}]}}`)
+				case "split":
+					send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"a` + v[:5] + `"},{"type":"text","text":"` + v[5:] + `b"}]}}`)
+				case "log":
+					send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"env":"` + v + `"}}}`)
+					text("logged")
 				}
 			case "pid":
 				text(strconv.Itoa(os.Getpid()))

@@ -223,4 +223,11 @@ var storeMigrations = []string{
 		created_at TEXT NOT NULL,
 		updated_at TEXT NOT NULL
 	) STRICT`,
+	// 2: the ids of the secrets the keychain holds for this home (the
+	// keychain cannot list them; values never come here).
+	`CREATE TABLE secrets (
+		id         TEXT NOT NULL PRIMARY KEY,
+		created_at TEXT NOT NULL,
+		updated_at TEXT NOT NULL
+	) STRICT`,
 }

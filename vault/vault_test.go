@@ -5,7 +5,9 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/zalando/go-keyring"
@@ -77,3 +79,58 @@ func TestNoSessionBus(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestSecrets(t *testing.T) {
+	v := testVault(t)
+	if err := v.SetSecret("gh-token", "ghp_0123456789abcdef"); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := v.Secret("gh-token"); err != nil || s != "ghp_0123456789abcdef" {
+		t.Errorf("Secret = %q, %v", s, err)
+	}
+	env, found, err := v.ResolveEnv([]string{"A=plain", "TOKEN=" + Ref("gh-token"), "B=vault://secret/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"A=plain", "TOKEN=ghp_0123456789abcdef", "B=vault://secret/"}; !slices.Equal(env, want) {
+		t.Errorf("ResolveEnv = %q, want %q", env, want)
+	}
+	if found["gh-token"] != "ghp_0123456789abcdef" || len(found) != 1 {
+		t.Errorf("resolved secrets = %v", found)
+	}
+	if _, _, err := v.ResolveEnv([]string{"X=" + Ref("missing")}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "X") {
+		t.Errorf("ResolveEnv(missing) = %v, want ErrNotFound naming the variable", err)
+	}
+	if err := v.DeleteSecret("gh-token"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Secret("gh-token"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Secret after delete = %v, want ErrNotFound", err)
+	}
+	if err := v.DeleteSecret("gh-token"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("DeleteSecret twice = %v, want ErrNotFound", err)
+	}
+}
+
+func TestSecretLimits(t *testing.T) {
+	v := testVault(t)
+	tests := []struct {
+		name, id, value string
+		want            error
+	}{
+		{"too large", "big", strings.Repeat("x", MaxSecretBytes+1), ErrTooLarge},
+		{"empty", "empty", "", nil},
+		{"bad id", "../etc", "x", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := v.SetSecret(tt.id, tt.value)
+			if err == nil || (tt.want != nil && !errors.Is(err, tt.want)) {
+				t.Errorf("SetSecret = %v, want an error (%v)", err, tt.want)
+			}
+			if _, err := v.Secret(tt.id); err == nil {
+				t.Error("a refused secret was stored")
+			}
+		})
+	}
+}

@@ -43,6 +43,7 @@ func init() {
 		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd,
 		proxyCmd, benchCmd, benchEchoServerCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysExportCmd,
+		secretSetCmd, secretRmCmd, secretLsCmd,
 	}
 }
 

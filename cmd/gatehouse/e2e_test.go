@@ -501,6 +501,45 @@ func TestProxyBadInput(t *testing.T) {
 	})
 }
 
+// A server that prints its environment (server-everything's get-env) has
+// the secrets it was given redacted before the client sees them.
+func TestSecretsAreRedacted(t *testing.T) {
+	nm := npmPeers(t)
+	home := t.TempDir()
+	const secret = "sk-live-4f3c2b1a0987654321zz"
+	add := exec.Command(gatehouseBin, append([]string{"--home", home, "server", "add", "everything", "--secret-env", "API_KEY", "--"},
+		serverCmd(nm, "server-everything")...)...)
+	add.Stdin = strings.NewReader(secret + "\n")
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("server add: %v\n%s", err, out)
+	}
+	p := startRawProxy(t, home, "everything")
+	p.send(t, initializeLine)
+	p.recv(t)
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-env"}}`)
+	m := p.recvAnswer(t, 1)
+	got := fmt.Sprint(m)
+	if strings.Contains(got, secret) || strings.Contains(got, secret[4:20]) {
+		t.Fatalf("the client received the secret: %.300s", got)
+	}
+	if !strings.Contains(got, "API_KEY") || !strings.Contains(got, "[redacted by Gatehouse: secret everything.API_KEY]") {
+		t.Errorf("get-env answer does not show API_KEY redacted: %.500s", got)
+	}
+	if !strings.Contains(p.stderr.String(), "redacted a secret the server sent") || strings.Contains(p.stderr.String(), secret) {
+		t.Errorf("proxy log should note the redaction without the value:\n%s", p.stderr)
+	}
+	// Nothing in the home folder holds it either.
+	filepath.WalkDir(home, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s holds the secret", path)
+			}
+		}
+		return nil
+	})
+}
+
 // A proxy killed with SIGKILL mid-session leaves no server behind.
 func TestProxyKilledTakesServerDown(t *testing.T) {
 	nm := npmPeers(t)

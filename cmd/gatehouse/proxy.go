@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
 var proxyCmd = &command{
@@ -64,11 +65,27 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 			"no server named %q; register it with: gatehouse server add %s -- COMMAND [ARGS...]", name, name))
 		return &exitError{1}
 	}
+	// Secrets in the server's environment come from the keychain now, when
+	// the server starts, and nowhere else.
+	cmd := gatewayCommand(srv)
+	env, secrets, err := vaultFor(st).ResolveEnv(cmd.Env)
+	if err != nil {
+		err = fmt.Errorf("cannot start server %q: %w", name, err)
+		log.Error("server not started", slog.Any("err", err))
+		hint := "store it with: gatehouse secret set ID"
+		if errors.Is(err, vault.ErrUnavailable) {
+			hint = "the server's credentials live in the OS keychain, which this proxy cannot reach"
+		}
+		gateway.Refuse(ctx, c.stdin, out, fmt.Errorf("%w (%s)", err, hint))
+		return &exitError{1}
+	}
+	cmd.Env = env
 	max, _ := fs.Lookup("max-message-bytes").Value.(flag.Getter).Get().(int)
-	p := gateway.New(name, gatewayCommand(srv), &gateway.Options{
+	p := gateway.New(name, cmd, &gateway.Options{
 		Logger:          log,
 		Stderr:          c.stderr,
 		MaxMessageBytes: max,
+		Secrets:         secrets,
 	})
 	if err := p.Serve(ctx, c.stdin, out); err != nil {
 		if !errors.Is(err, gateway.ErrServerExited) {

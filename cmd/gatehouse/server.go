@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
 // envFlag collects repeated --env KEY=VALUE flags.
@@ -32,7 +33,7 @@ func (e envFlag) Set(v string) error {
 
 var serverAddCmd = &command{
 	name:    "server add",
-	usage:   "NAME [--env KEY=VALUE]... [--cwd DIR] [--] COMMAND [ARGS...]",
+	usage:   "NAME [--env KEY=VALUE]... [--secret-env KEY]... [--cwd DIR] [--] COMMAND [ARGS...]",
 	summary: "register an MCP server that runs on stdio",
 	help: `
 NAME is how the server is known to Gatehouse and in capability names
@@ -40,10 +41,17 @@ NAME is how the server is known to Gatehouse and in capability names
 is passed to it unchanged, flags included; put -- before the command when
 it starts with a dash.
 
-Example:
-  gatehouse server add files -- npx -y @modelcontextprotocol/server-filesystem ~/projects`,
+--secret-env KEY asks for the value of KEY (a prompt that does not echo, or
+one line per key from stdin) and keeps it in the OS keychain as the secret
+NAME.KEY; the server's entry holds only vault://secret/NAME.KEY, resolved
+when the proxy starts the server.
+
+Examples:
+  gatehouse server add files -- npx -y @modelcontextprotocol/server-filesystem ~/projects
+  gatehouse server add github --secret-env GITHUB_PERSONAL_ACCESS_TOKEN -- npx -y @modelcontextprotocol/server-github`,
 	flags: func(fs *flag.FlagSet) {
 		fs.Var(envFlag{}, "env", "set `KEY=VALUE` in the server's environment (repeatable)")
+		fs.Var(&listFlag{}, "secret-env", "ask for the value of environment variable `KEY` and keep it in the keychain (repeatable)")
 		fs.String("cwd", "", "working `folder` of the server")
 	},
 	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
@@ -68,6 +76,16 @@ Example:
 			Env:       fs.Lookup("env").Value.(envFlag),
 			Cwd:       cwd,
 		}
+		secretEnv := *fs.Lookup("secret-env").Value.(*listFlag)
+		for _, k := range secretEnv {
+			if _, dup := srv.Env[k]; dup {
+				return usagef("server add: %s is given both with --env and --secret-env", k)
+			}
+			if err := vault.ValidateSecretID(srv.Name + "." + k); err != nil {
+				return usagef("server add: --secret-env %q: not a usable variable name", k)
+			}
+			srv.Env[k] = vault.Ref(srv.Name + "." + k)
+		}
 		if err := srv.Validate(); err != nil {
 			return usagef("server add: %v", err)
 		}
@@ -76,6 +94,25 @@ Example:
 			return err
 		}
 		defer st.Close()
+		if _, err := st.Server(ctx, srv.Name); err == nil {
+			return withHint(fmt.Errorf("add server %s: %w", srv.Name, store.ErrExists),
+				"choose another name, or remove the old one first: gatehouse server remove %s", srv.Name)
+		}
+		if len(secretEnv) > 0 {
+			prompts := make([]string, len(secretEnv))
+			for i, k := range secretEnv {
+				prompts[i] = fmt.Sprintf("%s for %s", k, srv.Name)
+			}
+			values, err := c.readSecrets(prompts)
+			if err != nil {
+				return err
+			}
+			for i, k := range secretEnv {
+				if err := storeSecret(ctx, st, srv.Name+"."+k, values[i]); err != nil {
+					return err
+				}
+			}
+		}
 		if err := st.AddServer(ctx, srv); err != nil {
 			if errors.Is(err, store.ErrExists) {
 				return withHint(err, "choose another name, or remove the old one first: gatehouse server remove %s", srv.Name)
@@ -86,6 +123,12 @@ Example:
 		return nil
 	},
 }
+
+// listFlag collects a repeated flag's values in order.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 var serverListCmd = &command{
 	name:    "server list",
@@ -184,13 +227,36 @@ var serverRemoveCmd = &command{
 			return err
 		}
 		defer st.Close()
-		if err := st.RemoveServer(ctx, pos[0]); err != nil {
+		srv, err := st.Server(ctx, pos[0])
+		if err == nil {
+			err = st.RemoveServer(ctx, pos[0])
+		}
+		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return withHint(err, "see the registered servers with: gatehouse server list")
 			}
 			return err
 		}
 		fmt.Fprintf(c.stderr, "gatehouse: removed server %s\n", pos[0])
+		// The secrets it was given with --secret-env go with it, unless
+		// another server refers to them too.
+		users, err := secretUsers(ctx, st)
+		if err != nil {
+			return err
+		}
+		for _, kv := range srv.EnvList() {
+			_, v, _ := strings.Cut(kv, "=")
+			id, ok := vault.ParseRef(v)
+			if !ok || !strings.HasPrefix(id, srv.Name+".") || len(users[id]) > 0 {
+				continue
+			}
+			if err := vaultFor(st).DeleteSecret(id); err != nil && !errors.Is(err, vault.ErrNotFound) {
+				fmt.Fprintf(c.stderr, "gatehouse: secret %s stays in the keychain: %v\nhint: delete it later with: gatehouse secret rm %s\n", id, err, id)
+				continue
+			}
+			st.ForgetSecret(ctx, id)
+			fmt.Fprintf(c.stderr, "gatehouse: deleted its secret %s\n", id)
+		}
 		return nil
 	},
 }
@@ -220,10 +286,14 @@ var serverTestCmd = &command{
 		if err != nil {
 			return err
 		}
+		cmd := gatewayCommand(srv)
+		if cmd.Env, _, err = vaultFor(st).ResolveEnv(cmd.Env); err != nil {
+			return withHint(fmt.Errorf("cannot start server %s: %w", srv.Name, err), "store the secret with: gatehouse secret set ID")
+		}
 		timeout := fs.Lookup("timeout").Value.(flag.Getter).Get().(time.Duration)
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		h, err := gateway.Probe(ctx, gatewayCommand(srv), c.stderr)
+		h, err := gateway.Probe(ctx, cmd, c.stderr)
 		if err != nil {
 			fmt.Fprintf(c.stdout, "✘ %s: %v\n", srv.Name, err)
 			fmt.Fprintf(c.stderr, "hint: check the command: gatehouse server list; run it by hand to see what it prints\n")
