@@ -2,13 +2,13 @@ package gateway
 
 import (
 	"bufio"
-	"encoding/hex"
-	"fmt"
-	"net/url"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"

@@ -1,13 +1,17 @@
 // Package bench measures what the Gatehouse proxy costs an MCP client: the
 // throughput and latency of tool calls, and the time to start.
 //
-// The measured server is [ServeEcho], a small MCP server written with the MCP
-// Go SDK and run as `gatehouse bench-echo-server`. [Run] talks to it with the
-// SDK's client in two ways:
+// By default the measured server is [ServeEcho], a small MCP server written
+// with the MCP Go SDK and run as `gatehouse bench-echo-server`. [Run] talks
+// to it with the SDK's client in two ways:
 //
 //   - direct: the client starts `gatehouse bench-echo-server` itself;
 //   - proxy: the client starts `gatehouse proxy bench-echo --home HOME`, which
 //     starts the same server and relays every message, as MCP clients use it.
+//
+// [Config.Server] and [Config.Direct] measure another registered server the
+// same way, calling one of its tools ([Config.Tool]) with a string argument
+// ([Config.Arg]) that it is expected to echo.
 //
 // # Reading the figures
 //
@@ -29,17 +33,20 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,24 +60,62 @@ const (
 	GoalStartup = 20 * time.Millisecond
 )
 
-// callTimeout bounds one echo call, so that a stalled call ends the run with
+// callTimeout bounds one call, so that a stalled call ends the run with
 // an error instead of hanging it.
 const callTimeout = 30 * time.Second
 
-// Config says what [Run] measures. Zero counts take the defaults shown.
+// directStopGrace is how long the client waits for a registered server it
+// runs itself to exit after closing its input, before SIGTERM: the grace
+// the proxy gives its server (gateway.Options.StopGrace). Some servers
+// never exit on their own (server-everything, once it has asked the client
+// for its roots).
+const directStopGrace = 2 * time.Second
+
+// Config says what [Run] measures. Zero values take the defaults shown.
 type Config struct {
 	// Gatehouse is the path of the gatehouse binary. Required.
 	Gatehouse string `json:"-"`
-	// Home is a home folder in which [ServerName] is registered to run
-	// `Gatehouse bench-echo-server` ([ServeCommand]). Required.
+	// Home is the home folder in which Server is registered. Required.
 	Home string `json:"-"`
 
-	Calls       int `json:"calls"`       // echo calls per mode; 2000
+	// Server is the server the proxy runs: `Gatehouse proxy Server --home
+	// Home`. Empty means [ServerName], registered in Home to run the
+	// built-in echo server (`Gatehouse bench-echo-server`, [ServeCommand]).
+	Server string `json:"server,omitempty"`
+	// Direct is how the client runs that same server itself: required with
+	// Server, and empty without it (the built-in echo server is then run
+	// directly). It may hold secrets, so reports leave it out.
+	Direct Direct `json:"-"`
+	// Tool is the tool called, with one argument, Arg, holding the message.
+	// An answer is correct when its text content contains the message; the
+	// built-in server must return it exactly.
+	Tool string `json:"tool"` // "echo"
+	Arg  string `json:"arg"`  // "message"
+
+	Calls       int `json:"calls"`       // calls per mode; 2000
 	Concurrency int `json:"concurrency"` // callers sharing one session; 1
 	Starts      int `json:"starts"`      // start-up samples per mode; 30
-	Payload     int `json:"payload"`     // bytes of each echo message; 100
+	Payload     int `json:"payload"`     // bytes of each message; 100
 	Rounds      int `json:"rounds"`      // rounds per mode the calls are split into; 10
 }
+
+// The tool called by default and its argument: the built-in server's, which
+// @modelcontextprotocol/server-everything has too.
+const (
+	defaultTool = "echo"
+	defaultArg  = "message"
+)
+
+// Direct is a server's command line, run by the client itself: a registered
+// server's Command and Args, Env and Cwd.
+type Direct struct {
+	Argv []string // program and arguments; a program without a separator is looked up in PATH
+	Env  []string // KEY=VALUE pairs added to this process's environment
+	Dir  string   // working folder; empty means this process's
+}
+
+// builtin reports whether c measures the built-in echo server.
+func (c *Config) builtin() bool { return c.Server == "" }
 
 func (c *Config) setDefaults() error {
 	if c.Gatehouse == "" {
@@ -79,6 +124,14 @@ func (c *Config) setDefaults() error {
 	if c.Home == "" {
 		return errors.New("bench: no home folder")
 	}
+	switch {
+	case c.Server != "" && len(c.Direct.Argv) == 0:
+		return fmt.Errorf("bench: no direct command line for server %s", c.Server)
+	case c.Server == "" && len(c.Direct.Argv) > 0:
+		return errors.New("bench: a direct command line needs the name of its server")
+	}
+	c.Tool = cmp.Or(c.Tool, defaultTool)
+	c.Arg = cmp.Or(c.Arg, defaultArg)
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -138,22 +191,47 @@ type Startup struct {
 // ThroughputMet reports whether the proxy kept [GoalThroughput].
 func (r *Report) ThroughputMet() bool { return r.Ratio >= GoalThroughput }
 
-// StartupMet reports whether the proxy's median start-up is under [GoalStartup].
-func (r *Report) StartupMet() bool { return r.StartProxy.P50 < GoalStartup }
+// StartupMet reports whether the proxy's median start-up is under
+// [GoalStartup]. For a server other than the built-in one
+// ([Config.Server]), whose own start-up is not the proxy's doing, it reports
+// whether the proxy adds less than that ([Report.StartAdded]).
+func (r *Report) StartupMet() bool {
+	if !r.Config.builtin() {
+		return r.StartAdded < GoalStartup
+	}
+	return r.StartProxy.P50 < GoalStartup
+}
 
-// mode is one way of reaching the echo server.
+// mode is one way of reaching the server: a command line, and what to call.
 type mode struct {
 	name string
 	argv []string
+	env  []string // added to this process's environment
+	dir  string
+	call call
+	// term: the server may need SIGTERM to stop, after directStopGrace.
+	// Not for the proxy, which must exit by itself when its input closes.
+	term bool
+}
+
+// call is the tool a session calls, and how its answers are checked.
+type call struct {
+	tool, arg string
+	exact     bool // the answer is the message, not merely contains it
 }
 
 func modes(c *Config) (direct, proxy mode) {
-	return mode{"direct", []string{c.Gatehouse, ServeCommand}},
-		mode{"proxy", []string{c.Gatehouse, "proxy", ServerName, "--home", c.Home}}
+	cl := call{tool: cmp.Or(c.Tool, defaultTool), arg: cmp.Or(c.Arg, defaultArg), exact: c.builtin()}
+	if c.builtin() {
+		return mode{name: "direct", argv: []string{c.Gatehouse, ServeCommand}, call: cl},
+			mode{name: "proxy", argv: []string{c.Gatehouse, "proxy", ServerName, "--home", c.Home}, call: cl}
+	}
+	return mode{name: "direct", argv: c.Direct.Argv, env: c.Direct.Env, dir: c.Direct.Dir, call: cl, term: true},
+		mode{name: "proxy", argv: []string{c.Gatehouse, "proxy", c.Server, "--home", c.Home}, call: cl}
 }
 
-// Run measures echo calls and start-up, direct and through the proxy. It
-// fails if any call fails or does not echo its message.
+// Run measures calls and start-up, direct and through the proxy. It fails
+// if any call fails or does not echo its message.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -179,7 +257,7 @@ func (r *Report) measureCalls(ctx context.Context, cfg *Config, direct, proxy mo
 	}
 	sides := [2]*side{{mode: direct}, {mode: proxy}}
 	for _, sd := range sides {
-		s, _, err := startSession(ctx, sd.argv)
+		s, _, err := startSession(ctx, sd.mode)
 		if err != nil {
 			return fmt.Errorf("start %s: %w", sd.name, err)
 		}
@@ -240,16 +318,20 @@ func (r *Report) measureCalls(ctx context.Context, cfg *Config, direct, proxy mo
 	return nil
 }
 
-func (r *Report) measureStartup(ctx context.Context, cfg *Config, direct, proxy mode) error {
+func (r *Report) measureStartup(ctx context.Context, cfg *Config, direct, proxy mode) (err error) {
 	var samples [2][]time.Duration
+	// Stopping is not counted, and may take seconds (directStopGrace, the
+	// proxy's own grace) for a server that does not exit when its input
+	// closes: sessions stop in the background while the next start is
+	// measured, and all are stopped before Run returns.
+	var stops stopper
+	defer func() { err = errors.Join(err, stops.wait()) }()
 	once := func(m mode) (time.Duration, error) {
-		s, d, err := startSession(ctx, m.argv)
+		s, d, err := startSession(ctx, m)
 		if err != nil {
 			return 0, fmt.Errorf("start %s: %w", m.name, err)
 		}
-		if err := s.close(); err != nil {
-			return 0, fmt.Errorf("stop %s: %w", m.name, err)
-		}
+		stops.stop(m.name, s)
 		return d, nil
 	}
 	// One start each that is not counted: it loads the binary into the page cache.
@@ -295,46 +377,102 @@ type session struct {
 	cs     *mcp.ClientSession
 	cmd    *exec.Cmd // nil when the server was not started by the session
 	stderr *tail
+	call   call
+	term   bool // an exit on SIGTERM is a normal stop
 }
 
-// startSession spawns argv and initializes an MCP session with it. It
-// returns the time from spawning to the answer to initialize.
-func startSession(ctx context.Context, argv []string) (*session, time.Duration, error) {
+// stopper stops sessions in the background.
+type stopper struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error // guarded by mu
+}
+
+func (st *stopper) stop(name string, s *session) {
+	st.wg.Go(func() {
+		if err := s.close(); err != nil {
+			st.mu.Lock()
+			st.errs = append(st.errs, fmt.Errorf("stop %s: %w", name, err))
+			st.mu.Unlock()
+		}
+	})
+}
+
+// wait waits for the sessions to stop and returns the first error.
+func (st *stopper) wait() error {
+	st.wg.Wait()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.errs) > 0 {
+		return st.errs[0]
+	}
+	return nil
+}
+
+// startSession spawns m's command and initializes an MCP session with it.
+// It returns the time from spawning to the answer to initialize.
+func startSession(ctx context.Context, m mode) (*session, time.Duration, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "gatehouse-bench", Version: "1"}, nil)
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := exec.Command(m.argv[0], m.argv[1:]...)
+	if len(m.env) > 0 {
+		cmd.Env = append(os.Environ(), m.env...)
+	}
+	cmd.Dir = m.dir
 	t := &tail{}
 	cmd.Stderr = t
+	transport := &mcp.CommandTransport{Command: cmd}
+	if m.term {
+		transport.TerminateDuration = directStopGrace
+	}
 	start := time.Now()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	d := time.Since(start)
 	if err != nil {
 		return nil, 0, t.annotate(err)
 	}
-	return &session{cs: cs, cmd: cmd, stderr: t}, d, nil
+	return &session{cs: cs, cmd: cmd, stderr: t, call: m.call, term: m.term}, d, nil
 }
 
 // close ends the session and waits for the server process to exit.
 func (s *session) close() error {
-	return s.stderr.annotate(s.cs.Close())
+	err := s.cs.Close()
+	if s.term && terminated(err) {
+		return nil
+	}
+	return s.stderr.annotate(err)
 }
 
-// echo calls the echo tool with msg and checks that msg comes back.
+// terminated reports whether err says that a process ended on SIGTERM.
+func terminated(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
+}
+
+// echo calls the session's tool with msg and checks that msg comes back.
 func (s *session) echo(ctx context.Context, msg string) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{
-		Name:      "echo",
-		Arguments: map[string]any{"message": msg},
+		Name:      s.call.tool,
+		Arguments: map[string]any{s.call.arg: msg},
 	})
 	if err != nil {
 		return s.stderr.annotate(err)
 	}
 	if res.IsError {
-		return fmt.Errorf("echo answered with an error: %s", text(res))
+		return fmt.Errorf("%s answered with an error: %.200s", s.call.tool, text(res))
 	}
-	if got := text(res); got != msg {
-		return fmt.Errorf("echo answered %d bytes %.40q, want %d bytes %.40q", len(got), got, len(msg), msg)
+	got := text(res)
+	if s.call.exact && got != msg {
+		return fmt.Errorf("%s answered %d bytes %.40q, want %d bytes %.40q", s.call.tool, len(got), got, len(msg), msg)
+	}
+	if !s.call.exact && !strings.Contains(got, msg) {
+		return fmt.Errorf("%s answered %d bytes %.40q, which do not contain the %d bytes sent, %.40q",
+			s.call.tool, len(got), got, len(msg), msg)
 	}
 	return nil
 }
@@ -358,7 +496,7 @@ func message(i, size int) string {
 	return s + strings.Repeat("x", size-len(s))
 }
 
-// callRound makes n echo calls on s from workers concurrent callers, with
+// callRound makes n calls on s from workers concurrent callers, with
 // messages first, first+1, ..., and returns the latency of each call.
 func callRound(ctx context.Context, s *session, n, workers, payload, first int) ([]time.Duration, error) {
 	lat := make([]time.Duration, n)

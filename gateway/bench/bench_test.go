@@ -54,6 +54,24 @@ func buildGatehouse(dir string) (string, error) {
 	return bin, nil
 }
 
+// npmPeers returns the node_modules folder of the pinned npm test peers
+// (testdata/npm), which the test command installs.
+func npmPeers(tb testing.TB) string {
+	tb.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		tb.Fatalf("go env GOMOD: %v", err)
+	}
+	nm := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "testdata", "npm", "node_modules")
+	if _, err := os.Stat(filepath.Join(nm, "@modelcontextprotocol", "server-everything", "dist", "index.js")); err != nil {
+		tb.Fatalf("the npm test peers are not installed (%v)\nhint: run 'make test', or: cd testdata/npm && npm ci", err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		tb.Fatal("node is not on PATH; the npm test peers need Node.js 20 or later")
+	}
+	return nm
+}
+
 // mustHome returns a home folder with the echo server registered.
 func mustHome(tb testing.TB) string {
 	tb.Helper()
@@ -76,6 +94,132 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	checkReport(t, cfg, r)
+}
+
+// TestRunServer measures a real MCP server from npm, registered in a home
+// folder as a user would: @modelcontextprotocol/server-everything, whose
+// echo tool answers "Echo: MESSAGE".
+func TestRunServer(t *testing.T) {
+	argv := []string{"node", filepath.Join(npmPeers(t), "@modelcontextprotocol", "server-everything", "dist", "index.js")}
+	home := t.TempDir()
+	st, err := store.Open(t.Context(), home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := store.Server{Name: "everything", Transport: store.TransportStdio, Command: argv[0], Args: argv[1:],
+		Env: map[string]string{"GATEHOUSE_BENCH_TEST": "1"}, Cwd: t.TempDir()}
+	err = st.AddServer(t.Context(), srv)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		Gatehouse: gatehouse, Home: home,
+		Server: srv.Name,
+		Direct: Direct{Argv: argv, Env: srv.EnvList(), Dir: srv.Cwd},
+		Tool:   "echo", Arg: "message",
+		Calls: 40, Concurrency: 4, Starts: 2, Payload: 300, Rounds: 2,
+	}
+	r, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	checkReport(t, cfg, r)
+	if r.Config.Server != "everything" {
+		t.Errorf("report names server %q, want everything", r.Config.Server)
+	}
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"server: everything, tool echo, argument message", "proxy adds < 20.00 ms to the server's start-up"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("WriteText output lacks %q:\n%s", want, b.String())
+		}
+	}
+	t.Logf("\n%s", b.String())
+}
+
+// TestRunServerWrongArgument checks that calls a server refuses end the run
+// with its error: here the built-in server is measured as a registered one,
+// with an argument name its echo tool does not take.
+func TestRunServerWrongArgument(t *testing.T) {
+	cfg := Config{
+		Gatehouse: gatehouse, Home: mustHome(t),
+		Server: ServerName,
+		Direct: Direct{Argv: []string{gatehouse, ServeCommand}},
+		Tool:   "echo", Arg: "text",
+		Calls: 2, Starts: 1,
+	}
+	r, err := Run(t.Context(), cfg)
+	if err == nil {
+		t.Fatalf("Run = %+v, want an error", r)
+	}
+	if !strings.Contains(err.Error(), "echo answered with an error") {
+		t.Errorf("Run error = %v, want it to say that echo answered with an error", err)
+	}
+	t.Logf("Run error: %v", err)
+}
+
+// TestAnswerCheck checks which answers count as correct: the message itself
+// from the built-in server; any text containing it from other servers.
+func TestAnswerCheck(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	answer := func(f func(string) string) mcp.ToolHandlerFor[echoInput, any] {
+		return func(ctx context.Context, req *mcp.CallToolRequest, in echoInput) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: f(in.Message)}}}, nil, nil
+		}
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, answer(func(m string) string { return m }))
+	mcp.AddTool(srv, &mcp.Tool{Name: "prefixed"}, answer(func(m string) string { return "Echo: " + m }))
+	mcp.AddTool(srv, &mcp.Tool{Name: "upper"}, answer(strings.ToUpper))
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tests := []struct {
+		tool  string
+		exact bool
+		ok    bool
+	}{
+		{"echo", true, true},
+		{"echo", false, true},
+		{"prefixed", true, false},
+		{"prefixed", false, true},
+		{"upper", false, false},
+		{"missing", false, false},
+	}
+	for _, tt := range tests {
+		s := &session{cs: cs, stderr: &tail{}, call: call{tool: tt.tool, arg: "message", exact: tt.exact}}
+		err := s.echo(t.Context(), "hello")
+		if (err == nil) != tt.ok {
+			t.Errorf("%s (exact %v): echo(hello) = %v, want ok %v", tt.tool, tt.exact, err, tt.ok)
+		}
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, cfg := range []Config{
+		{Gatehouse: gatehouse, Home: t.TempDir(), Server: "everything"},
+		{Gatehouse: gatehouse, Home: t.TempDir(), Direct: Direct{Argv: []string{"node", "server.js"}}},
+	} {
+		if r, err := Run(t.Context(), cfg); err == nil {
+			t.Errorf("Run(server %q, direct %q) = %+v, want an error", cfg.Server, cfg.Direct.Argv, r)
+		}
+	}
+}
+
+// checkReport checks that r is the sane report of a run of cfg.
+func checkReport(t *testing.T, cfg Config, r *Report) {
+	t.Helper()
 	for _, m := range []struct {
 		name string
 		c    Calls
@@ -119,7 +263,7 @@ func TestRun(t *testing.T) {
 	if err := r.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"direct", "proxy", "calls/s", "p99", "start-up", "proxy/direct throughput", r.Machine.GoVersion} {
+	for _, want := range []string{"echo calls", "direct", "proxy", "calls/s", "p99", "start-up", "proxy/direct throughput", r.Machine.GoVersion} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("WriteText output lacks %q:\n%s", want, b.String())
 		}
@@ -155,7 +299,7 @@ func TestEchoRoundTrip(t *testing.T) {
 	for _, m := range []mode{direct, proxy} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			s, d, err := startSession(t.Context(), m.argv)
+			s, d, err := startSession(t.Context(), m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +411,7 @@ func BenchmarkEcho(b *testing.B) {
 	direct, proxy := modes(&cfg)
 	for _, m := range []mode{direct, proxy} {
 		b.Run(m.name, func(b *testing.B) {
-			s, _, err := startSession(b.Context(), m.argv)
+			s, _, err := startSession(b.Context(), m)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -333,7 +477,7 @@ func BenchmarkRelay(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &session{cs: cs, stderr: &tail{}}
+	s := &session{cs: cs, stderr: &tail{}, call: call{tool: "echo", arg: "message", exact: true}}
 	if _, err := callRound(b.Context(), s, 50, 1, 100, 0); err != nil {
 		b.Fatal(err)
 	}
@@ -364,7 +508,7 @@ func BenchmarkStartup(b *testing.B) {
 		b.Run(m.name, func(b *testing.B) {
 			var lat []time.Duration
 			for range b.N {
-				s, d, err := startSession(b.Context(), m.argv)
+				s, d, err := startSession(b.Context(), m)
 				if err != nil {
 					b.Fatal(err)
 				}

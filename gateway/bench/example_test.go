@@ -56,3 +56,22 @@ func ExampleRun() {
 	r.WriteText(os.Stdout)
 	fmt.Printf("proxy keeps %.0f%% of direct throughput\n", 100*r.Ratio)
 }
+
+// A server registered in a home folder is measured the same way: run
+// directly as registered, and through `gatehouse proxy NAME --home HOME`.
+// Here @modelcontextprotocol/server-everything, whose echo tool answers
+// "Echo: MESSAGE".
+func ExampleRun_server() {
+	r, err := bench.Run(context.Background(), bench.Config{
+		Gatehouse: "/usr/local/bin/gatehouse",
+		Home:      "/home/me/.config/gatehouse",
+		Server:    "everything",
+		Direct:    bench.Direct{Argv: []string{"npx", "-y", "@modelcontextprotocol/server-everything"}},
+		Tool:      "echo",
+		Arg:       "message",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r.WriteText(os.Stdout)
+}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -59,18 +60,22 @@ func cpuModel(path string) string {
 func (r *Report) WriteText(w io.Writer) error {
 	c := r.Config
 	var b strings.Builder
+	tool := cmp.Or(c.Tool, defaultTool)
 	fmt.Fprintf(&b, "machine: %s\n", r.Machine)
-	fmt.Fprintf(&b, "echo calls: %d per mode, concurrency %d, %d-byte messages, %d interleaved rounds per mode\n\n",
-		c.Calls, c.Concurrency, c.Payload, c.Rounds)
+	if !c.builtin() {
+		fmt.Fprintf(&b, "server: %s, tool %s, argument %s\n", c.Server, tool, cmp.Or(c.Arg, defaultArg))
+	}
+	fmt.Fprintf(&b, "%s calls: %d per mode, concurrency %d, %d-byte messages, %d interleaved rounds per mode\n\n",
+		tool, c.Calls, c.Concurrency, c.Payload, c.Rounds)
 
 	row := func(cells ...string) {
 		fmt.Fprintf(&b, "%-24s", cells[0])
 		for _, c := range cells[1:] {
-			fmt.Fprintf(&b, "%10s", c)
+			fmt.Fprintf(&b, "%11s", c)
 		}
 		b.WriteByte('\n')
 	}
-	row("echo calls", "calls/s", "p50", "p90", "p99", "max")
+	row(tool+" calls", "calls/s", "p50", "p90", "p99", "max")
 	for _, m := range []struct {
 		name string
 		c    Calls
@@ -93,7 +98,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "\nproxy/direct throughput: %s (round by round: %s)\n", pct(r.Ratio), strings.Join(ratios, ", "))
 	fmt.Fprintf(&b, "start-up added by the proxy (p50 - p50): %s\n", ms(r.StartAdded))
 	fmt.Fprintf(&b, "goal: proxy keeps >= %s of direct throughput: %s\n", pct(GoalThroughput), verdict(r.ThroughputMet()))
-	fmt.Fprintf(&b, "goal: proxy starts in < %s (p50): %s\n", ms(GoalStartup), verdict(r.StartupMet()))
+	if c.builtin() {
+		fmt.Fprintf(&b, "goal: proxy starts in < %s (p50): %s\n", ms(GoalStartup), verdict(r.StartupMet()))
+	} else {
+		fmt.Fprintf(&b, "goal: proxy adds < %s to the server's start-up (p50 - p50): %s\n", ms(GoalStartup), verdict(r.StartupMet()))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

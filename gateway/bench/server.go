@@ -9,7 +9,7 @@ import (
 )
 
 // ServerName is the name under which [Run] expects the echo server to be
-// registered in [Config.Home].
+// registered in [Config.Home] when [Config.Server] is empty.
 const ServerName = "bench-echo"
 
 // ServeCommand is the gatehouse subcommand that runs [ServeEcho] on its
