@@ -13,6 +13,7 @@ import (
 const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
+	codeInvalidParams  = -32602
 	codeInternalError  = -32603
 )
 

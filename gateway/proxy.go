@@ -62,6 +62,13 @@ type Options struct {
 	// message from the server is searched for them and their common
 	// encodings, which are replaced before the client sees them.
 	Secrets map[string]string
+	// Governor decides on every tools/call before it reaches the server.
+	// Nil relays tools/call like everything else (a pass-through proxy,
+	// for measurements and tests).
+	Governor Governor
+	// Session identifies this proxy session in receipts; empty means a
+	// random id.
+	Session string
 }
 
 // A Proxy relays one MCP client to one stdio MCP server.
@@ -73,6 +80,8 @@ type Proxy struct {
 	max     int
 	grace   time.Duration
 	redact  *redactor // nil when the server holds no secrets
+	gov     Governor
+	session string
 }
 
 // New returns a proxy for the server called name, started with command.
@@ -84,6 +93,10 @@ func New(name string, command Command, opts *Options) *Proxy {
 		max: opts.MaxMessageBytes, grace: opts.StopGrace}
 	if len(opts.Secrets) > 0 {
 		p.redact = newRedactor(opts.Secrets)
+	}
+	p.gov, p.session = opts.Governor, opts.Session
+	if p.session == "" {
+		p.session = newSessionID()
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -115,9 +128,13 @@ func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		Refuse(ctx, in, out, err)
 		return err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	r := newRelay(p.log, p.max, out)
 	r.down = &lineWriter{w: ch.stdin}
 	r.redact = p.redact
+	r.ctx, r.gov, r.server, r.sessionID = ctx, p.gov, p.name, p.session
+	defer p.settle(r)
 	clientDone := make(chan error, 1)
 	p.log.Info("server started", slog.Int("server_pid", ch.cmd.Process.Pid), slog.Duration("spawn", time.Since(start)))
 
@@ -156,6 +173,18 @@ func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 }
 
+// settle waits, bounded, for the outcomes still being recorded, so that a
+// proxy that stops does not lose the record of a call that ran.
+func (p *Proxy) settle(r *relay) {
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		p.log.Error("outcomes still unwritten after 10s; stopping anyway")
+	}
+}
+
 // drain waits, bounded, for the server's last output once it has been
 // stopped: a grandchild that left its own process group could hold the pipe.
 func (p *Proxy) drain(serverDone <-chan error) {
@@ -174,13 +203,23 @@ type relay struct {
 	down   *lineWriter // to the server; nil when it never started
 	redact *redactor   // nil when there is nothing to redact
 
-	mu      sync.Mutex
-	pending map[string]string // client request id -> method, awaiting the server; guarded by mu
-	failed  error             // set once the server is gone; guarded by mu
+	// Governance: nil gov relays tools/call like anything else.
+	ctx       context.Context // ends when the proxy stops
+	gov       Governor
+	server    string
+	sessionID string
+	sess      sessionState
+	wg        sync.WaitGroup // governed calls and outcome writes in flight
+
+	mu       sync.Mutex
+	pending  map[string]string    // client request id -> method, awaiting an answer; guarded by mu
+	governed map[string]*governed // client request id -> governed tools/call; guarded by mu
+	failed   error                // set once the server is gone; guarded by mu
 }
 
 func newRelay(log *slog.Logger, max int, out io.Writer) *relay {
-	return &relay{log: log, max: max, up: &lineWriter{w: out}, pending: map[string]string{}}
+	return &relay{log: log, max: max, up: &lineWriter{w: out}, ctx: context.Background(),
+		pending: map[string]string{}, governed: map[string]*governed{}}
 }
 
 // fail marks the server as gone and answers every request in flight.
@@ -189,9 +228,20 @@ func (r *relay) fail(err error) {
 	r.failed = err
 	pending := r.pending
 	r.pending = map[string]string{}
+	inFlight := r.governed
+	r.governed = map[string]*governed{}
 	r.mu.Unlock()
 	for id, method := range pending {
 		r.up.write(failureResponse(json.RawMessage(id), method, "Gatehouse: "+err.Error()))
+	}
+	for _, g := range inFlight {
+		if g.ran {
+			// It reached the server, which went away: whether it took
+			// effect is not known.
+			r.complete(g, &Outcome{Status: StatusUnknown, Duration: time.Since(g.start)})
+		} else {
+			g.cancel()
+		}
 	}
 }
 
@@ -238,8 +288,18 @@ func (r *relay) fromClient(frame []byte) {
 		r.up.write(errorResponse(id, code, "Gatehouse: "+err.Error()))
 		return
 	}
+	if r.gov != nil && batch && hasToolCall(msgs) {
+		// A tools/call must not slip past the gate inside a batch (allowed
+		// up to protocol 2025-03-26): take the batch apart. Its answers
+		// come back one by one.
+		for _, m := range msgs {
+			r.fromClient(m.raw)
+		}
+		return
+	}
 	// Register requests before they can be answered, and refuse them all if
 	// the server is gone.
+	var toGovern []message
 	r.mu.Lock()
 	failed := r.failed
 	if failed == nil {
@@ -247,10 +307,17 @@ func (r *relay) fromClient(frame []byte) {
 			switch m.kind {
 			case kindRequest:
 				r.pending[string(m.id)] = m.method
+				if r.gov != nil && m.method == "tools/call" {
+					toGovern = append(toGovern, m)
+				}
 			case kindNotification:
 				if m.method == "notifications/cancelled" {
 					if id := cancelledID(m.raw); id != nil {
 						delete(r.pending, string(id))
+						if g := r.governed[string(id)]; g != nil {
+							delete(r.governed, string(id))
+							r.cancelGovernedLocked(g)
+						}
 					}
 				}
 			}
@@ -272,11 +339,55 @@ func (r *relay) fromClient(frame []byte) {
 			}
 		}
 	}
+	if len(msgs) == 1 && msgs[0].method == "initialize" {
+		r.sess.setClient(initializeClient(msgs[0].raw))
+	}
+	if len(toGovern) > 0 {
+		for _, m := range toGovern {
+			m.raw = append([]byte(nil), m.raw...) // the frame's buffer is reused
+			m.id = append(json.RawMessage(nil), m.id...)
+			r.wg.Add(1)
+			go r.govern(r.ctx, m)
+		}
+		return // a batch with tools/call was taken apart above: this is one message
+	}
 	if err := r.down.write(frame); err != nil {
 		// The server's stdin is closed: it is exiting. The server pump will
 		// see it and fail whatever is still pending.
 		r.log.Warn("writing to server", slog.Any("err", err))
 	}
+}
+
+func hasToolCall(msgs []message) bool {
+	for _, m := range msgs {
+		if m.kind == kindRequest && m.method == "tools/call" {
+			return true
+		}
+	}
+	return false
+}
+
+// cancelGovernedLocked handles the client's cancellation of a governed
+// call: one still waiting for its authorization stops waiting; one that
+// reached the server is recorded as UNKNOWN now (the server may never
+// answer a cancelled request). The cancellation itself is relayed.
+func (r *relay) cancelGovernedLocked(g *governed) {
+	if !g.ran {
+		g.cancel()
+		return
+	}
+	r.complete(g, &Outcome{Status: StatusUnknown, Duration: time.Since(g.start)})
+}
+
+// initializeClient returns params.clientInfo of an initialize request.
+func initializeClient(raw []byte) Client {
+	var m struct {
+		Params struct {
+			ClientInfo Client `json:"clientInfo"`
+		} `json:"params"`
+	}
+	json.Unmarshal(raw, &m)
+	return m.Params.ClientInfo
 }
 
 // cancelledID returns params.requestId of a notifications/cancelled message.
@@ -320,15 +431,23 @@ func (r *relay) fromServer(frame []byte) {
 			slog.Any("err", err), slog.Int("bytes", len(frame)))
 		return
 	}
+	var done *governed
 	r.mu.Lock()
 	for _, m := range msgs {
 		if m.kind == kindResponse {
+			if r.pending[string(m.id)] == "tools/list" && r.gov != nil {
+				r.sess.noteTools(frame)
+			}
 			delete(r.pending, string(m.id))
+			if g := r.governed[string(m.id)]; g != nil && g.ran && len(msgs) == 1 {
+				done = g
+				delete(r.governed, string(m.id))
+			}
 		}
 	}
 	r.mu.Unlock()
+	var findings []Finding
 	if r.redact != nil {
-		var findings []Finding
 		frame, findings = r.redact.redact(frame)
 		for _, f := range findings {
 			r.log.Warn("redacted a secret the server sent", slog.String("secret", f.Secret),
@@ -336,21 +455,27 @@ func (r *relay) fromServer(frame []byte) {
 		}
 	}
 	r.up.write(frame)
+	if done != nil {
+		r.completed(done, frame, findings)
+	}
 }
 
 func (r *relay) fromServerTooLarge(e *tooLargeError) {
 	id, _ := headFields(e.Head)
 	r.mu.Lock()
 	method, ok := r.pending[string(id)]
-	if ok {
-		delete(r.pending, string(id))
-	}
+	delete(r.pending, string(id))
+	g := r.governed[string(id)]
+	delete(r.governed, string(id))
 	r.mu.Unlock()
 	r.log.Warn("dropped an oversized message from the server", slog.Int64("bytes", e.Size))
 	if ok {
 		r.up.write(failureResponse(id, method, fmt.Sprintf(
 			"Gatehouse: the server's answer is %d bytes, over the proxy's %d-byte limit per message; it was not delivered.",
 			e.Size, e.Limit)))
+	}
+	if g != nil && g.ran {
+		r.complete(g, &Outcome{Status: StatusFailed, Duration: time.Since(g.start)})
 	}
 }
 

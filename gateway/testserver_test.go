@@ -182,6 +182,8 @@ func runTestServer(ignoreEOF bool) {
 				send(`{"jsonrpc":"2.0","id":"s-1","method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}`)
 				a := <-answers
 				text(string(a.Result))
+			default:
+				text("ok: " + p.Name)
 			}
 		default:
 			if m.ID != nil {

@@ -1,0 +1,314 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// A Governor decides on each tools/call and records it. The proxy calls
+// Authorize before anything reaches the server, and Complete after a call
+// that ran has ended. Gatehouse's governor (package gate) checks policy, asks
+// the approver, writes the receipt durably before answering, and writes the
+// outcome; the proxy knows nothing of that.
+type Governor interface {
+	// Authorize decides on c. It returns when the decision is final and
+	// recorded. progress, when not nil, tells the client the call is still
+	// waiting (for an approver). An error means the gate could not decide:
+	// the call does not run (fail closed) and the model is told why.
+	Authorize(ctx context.Context, c *Call, progress func(message string)) (*Authorization, error)
+	// Complete records what a call that ran did. It is called with a
+	// context that outlives the client's cancellation.
+	Complete(ctx context.Context, c *Call, a *Authorization, o *Outcome)
+}
+
+// A Call is one tools/call, as the governor sees it.
+type Call struct {
+	Server    string
+	Tool      string
+	Arguments json.RawMessage // as the client sent them; may hold vault:// references
+	Client    Client
+	Session   string // this proxy session's id
+	// Definition is the tool as the server listed it in this session; nil
+	// when it never did (an unknown tool).
+	Definition *Tool
+}
+
+// Client identifies the MCP client, from initialize (or, in the stateless
+// protocol, from each request's _meta).
+type Client struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// A Tool is a tool's definition as the server listed it.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Annotations *Annotations    `json:"annotations"`
+	Raw         json.RawMessage `json:"-"` // the whole definition as listed
+}
+
+// Annotations are the MCP tool annotations: hints from the server, not
+// trusted unless the user trusts the server.
+type Annotations struct {
+	ReadOnlyHint    *bool `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool `json:"openWorldHint,omitempty"`
+}
+
+// An Authorization is the governor's answer.
+type Authorization struct {
+	Allow bool
+	// Arguments replace the client's when not nil (vault references
+	// resolved for the server).
+	Arguments json.RawMessage
+	// Message is what the model reads when the call does not run: that it
+	// was Gatehouse, which rule, and the receipt id.
+	Message string
+	// Receipt is the id of the receipt that records the decision.
+	Receipt string
+}
+
+// An Outcome is what a call that ran did.
+type Outcome struct {
+	Status    string          // SUCCEEDED, FAILED or UNKNOWN
+	Result    json.RawMessage // the result as the client received it (redacted)
+	ErrorCode int64           // JSON-RPC error code, when the server answered with one
+	Duration  time.Duration
+	Findings  []Finding // secrets redacted from the result
+}
+
+// Outcome statuses.
+const (
+	StatusSucceeded = "SUCCEEDED"
+	StatusFailed    = "FAILED"
+	StatusUnknown   = "UNKNOWN"
+)
+
+// governed is the state of one governed call in flight.
+type governed struct {
+	call   *Call
+	auth   *Authorization
+	start  time.Time
+	cancel context.CancelFunc // stops a pending authorization
+	ran    bool               // forwarded to the server
+}
+
+// sessionState is what the relay learns about the client and the server's tools,
+// for the governor.
+type sessionState struct {
+	mu     sync.Mutex
+	client Client           // guarded by mu
+	tools  map[string]*Tool // guarded by mu; from the latest tools/list pages
+}
+
+func (s *sessionState) setClient(c Client) {
+	s.mu.Lock()
+	s.client = c
+	s.mu.Unlock()
+}
+
+func (s *sessionState) clientInfo() Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client
+}
+
+func (s *sessionState) tool(name string) *Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools[name]
+}
+
+// noteTools records the tools of a tools/list result page.
+func (s *sessionState) noteTools(result []byte) {
+	var page struct {
+		Result struct {
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(result, &page) != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tools == nil {
+		s.tools = map[string]*Tool{}
+	}
+	for _, raw := range page.Result.Tools {
+		t := &Tool{}
+		if json.Unmarshal(raw, t) != nil || t.Name == "" {
+			continue
+		}
+		t.Raw = append(json.RawMessage(nil), raw...)
+		s.tools[t.Name] = t
+	}
+}
+
+// callParams are the parts of tools/call params the gate needs.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      struct {
+		ProgressToken json.RawMessage `json:"progressToken"`
+		ClientInfo    *Client         `json:"io.modelcontextprotocol/clientInfo"`
+	} `json:"_meta"`
+}
+
+// govern handles a tools/call from the client: it asks the governor, and
+// forwards the call (with the arguments the governor gives) only when it
+// may run. It runs on its own goroutine, so that a call waiting for an
+// approver holds up nothing else.
+func (r *relay) govern(ctx context.Context, m message) {
+	defer r.wg.Done()
+	var env struct {
+		Params callParams `json:"params"`
+	}
+	id := json.RawMessage(append([]byte(nil), m.id...))
+	if err := json.Unmarshal(m.raw, &env); err != nil || env.Params.Name == "" {
+		r.answer(id, m.method, errorResponse(id, codeInvalidParams, "Gatehouse: tools/call needs params.name"))
+		return
+	}
+	p := env.Params
+	client := r.sess.clientInfo()
+	if p.Meta.ClientInfo != nil {
+		client = *p.Meta.ClientInfo
+	}
+	c := &Call{Server: r.server, Tool: p.Name, Arguments: p.Arguments, Client: client, Session: r.sessionID, Definition: r.sess.tool(p.Name)}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g := &governed{call: c, cancel: cancel}
+	r.mu.Lock()
+	r.governed[string(id)] = g
+	r.mu.Unlock()
+
+	var progress func(string)
+	if len(p.Meta.ProgressToken) > 0 {
+		token := p.Meta.ProgressToken
+		n := 0
+		progress = func(msg string) {
+			n++
+			b, _ := json.Marshal(msg)
+			r.up.write([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"message":%s}}`, token, n, b)))
+		}
+	}
+	auth, err := r.gov.Authorize(ctx, c, progress)
+	if ctx.Err() != nil {
+		// The client cancelled the call while it waited: it expects no answer.
+		r.forget(id)
+		return
+	}
+	if err != nil {
+		r.log.Error("the gate could not decide; the call does not run", slog.String("tool", c.Tool), slog.Any("err", err))
+		r.answer(id, m.method, toolErrorResponse(id, "Gatehouse could not decide on this call, so it did not run: "+err.Error()))
+		return
+	}
+	if !auth.Allow {
+		r.answer(id, m.method, toolErrorResponse(id, auth.Message))
+		return
+	}
+	frame := m.raw
+	if auth.Arguments != nil {
+		if frame, err = withArguments(m.raw, auth.Arguments); err != nil {
+			r.answer(id, m.method, toolErrorResponse(id, "Gatehouse could not prepare this call, so it did not run: "+err.Error()))
+			return
+		}
+	}
+	r.mu.Lock()
+	g.auth, g.start, g.ran = auth, time.Now(), true
+	failed := r.failed
+	r.mu.Unlock()
+	if failed != nil {
+		// The server is gone; fail() has answered the client and will
+		// not see this call as run.
+		r.forget(id)
+		return
+	}
+	if err := r.down.write(frame); err != nil {
+		r.log.Warn("writing to server", slog.Any("err", err))
+	}
+}
+
+// withArguments returns a tools/call request with params.arguments replaced.
+func withArguments(raw []byte, args json.RawMessage) ([]byte, error) {
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		return nil, err
+	}
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(msg["params"], &params); err != nil {
+		return nil, err
+	}
+	params["arguments"] = args
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	msg["params"] = b
+	return json.Marshal(msg)
+}
+
+// answer sends the proxy's own answer to a request the server never saw.
+func (r *relay) answer(id json.RawMessage, method string, resp []byte) {
+	if r.forget(id) {
+		r.up.write(resp)
+	}
+}
+
+// forget drops a request from the books; it reports whether it was still
+// pending (not already answered because the server went away).
+func (r *relay) forget(id json.RawMessage) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.pending[string(id)]
+	delete(r.pending, string(id))
+	delete(r.governed, string(id))
+	return ok
+}
+
+// completed records the outcome of a governed call the server answered.
+// It runs after the answer went to the client: only the receipt has to be
+// durable before a call; the outcome is not on its critical path.
+func (r *relay) completed(g *governed, resp []byte, findings []Finding) {
+	o := &Outcome{Status: StatusSucceeded, Result: resp, Duration: time.Since(g.start), Findings: findings}
+	var m struct {
+		Result *struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+		Error *struct {
+			Code int64 `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(resp, &m) == nil {
+		switch {
+		case m.Error != nil:
+			o.Status, o.ErrorCode, o.Result = StatusFailed, m.Error.Code, nil
+		case m.Result != nil && m.Result.IsError:
+			o.Status = StatusFailed
+		}
+	}
+	r.complete(g, o)
+}
+
+func (r *relay) complete(g *governed, o *Outcome) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.gov.Complete(context.Background(), g.call, g.auth, o)
+	}()
+}
+
+// newSessionID returns a random id for one proxy session.
+func newSessionID() string {
+	b := make([]byte, 9)
+	rand.Read(b)
+	return "s-" + base64.RawURLEncoding.EncodeToString(b)
+}
