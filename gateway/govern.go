@@ -278,20 +278,22 @@ func (r *relay) forget(id json.RawMessage) bool {
 // It runs after the answer went to the client: only the receipt has to be
 // durable before a call; the outcome is not on its critical path.
 func (r *relay) completed(g *governed, resp []byte, findings []Finding) {
-	o := &Outcome{Status: StatusSucceeded, Result: resp, Duration: time.Since(g.start), Findings: findings}
+	o := &Outcome{Status: StatusSucceeded, Duration: time.Since(g.start), Findings: findings}
 	var m struct {
-		Result *struct {
-			IsError bool `json:"isError"`
-		} `json:"result"`
-		Error *struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
 			Code int64 `json:"code"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(resp, &m) == nil {
+		o.Result = m.Result
+		var res struct {
+			IsError bool `json:"isError"`
+		}
 		switch {
 		case m.Error != nil:
-			o.Status, o.ErrorCode, o.Result = StatusFailed, m.Error.Code, nil
-		case m.Result != nil && m.Result.IsError:
+			o.Status, o.ErrorCode = StatusFailed, m.Error.Code
+		case json.Unmarshal(m.Result, &res) == nil && res.IsError:
 			o.Status = StatusFailed
 		}
 	}

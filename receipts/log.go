@@ -251,6 +251,9 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 			return nil, err
 		}
 	}
+	// Search follows the log: the entry is in the full-text index when it
+	// commits, and not if it does not (search.go).
+
 	return e, nil
 }
 
@@ -343,4 +346,5 @@ var migrations = []string{
 		erased_by  INTEGER,          -- index of the erasure entry
 		PRIMARY KEY (entry_idx, part)
 	) STRICT`,
+	// 2: full-text search and the filters' indexes (search.go explains).
 }

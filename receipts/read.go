@@ -216,13 +216,19 @@ func (l *Log) Erase(ctx context.Context, ids []string, reason string) (*entry.En
 		if err != nil {
 			return err
 		}
+		// Search: the erased text leaves the full-text index in this
+		// transaction. FTS5 is told what the rows held while the payloads
+		// are still there, and they are indexed again once they are gone.
+		if err := unindexTx(ctx, tx, idxs); err != nil {
+			return err
+		}
 		for i, er := range erased {
 			if _, err := tx.ExecContext(ctx, `UPDATE payloads SET salt = NULL, data = NULL, erased_by = ?
 				WHERE entry_idx = ? AND part = ?`, e.Index, idxs[i], er.Part); err != nil {
 				return err
 			}
 		}
-		return nil
+		return reindexTx(ctx, tx, idxs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("erase: %w", err)

@@ -13,7 +13,7 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[--calls N] [--concurrency N] [--starts N] [--payload BYTES] [--rounds N] [--json]",
+	usage:   "[--server NAME [--tool TOOL] [--arg ARG]] [--calls N] [--concurrency N] [--starts N] [--payload BYTES] [--rounds N] [--json]",
 	summary: "measure the proxy: calls/s and latency, direct and through the gate; start-up time",
 	help: `
 Runs a small MCP server with one echo tool and calls it both directly and
@@ -22,13 +22,23 @@ machine falls on both alike; then starts each repeatedly and times the
 answer to initialize. The server is registered in a temporary home folder
 that is removed afterwards: --home is not used.
 
+With --server NAME, measures instead server NAME of the home folder (--home
+or $GATEHOUSE_HOME apply): directly, as its registered command, and through
+'gatehouse proxy NAME'. The calls go to its tool TOOL with one string
+argument ARG, and an answer must contain the message sent; the defaults fit
+the echo tool of @modelcontextprotocol/server-everything. Each start of the
+proxy writes a few lines to the home folder's log.
+
 Read the proxy/direct ratio rather than the absolute figures, which depend
 on the machine. docs/performance.md has the figures and what they mean.`,
 	flags: func(fs *flag.FlagSet) {
-		fs.Int("calls", 2000, "echo calls per mode (direct, proxy)")
+		fs.String("server", "", "measure the registered server `NAME` instead of the built-in echo server")
+		fs.String("tool", "echo", "with --server, the `tool` to call")
+		fs.String("arg", "message", "with --server, the tool's string `argument` that carries the message")
+		fs.Int("calls", 2000, "calls per mode (direct, proxy)")
 		fs.Int("concurrency", 1, "`n` callers sharing one session")
 		fs.Int("starts", 30, "start-up samples per mode")
-		fs.Int("payload", 100, "`bytes` of each echo message")
+		fs.Int("payload", 100, "`bytes` of each message")
 		fs.Int("rounds", 10, "interleaved rounds per mode the calls are split into")
 		fs.Bool("json", false, "print the report as JSON")
 	},
@@ -60,22 +70,39 @@ func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		}
 	}
 	asJSON, _ := fs.Lookup("json").Value.(flag.Getter).Get().(bool)
+	str := func(name string) string { return fs.Lookup(name).Value.String() }
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	server := str("server")
+	if server == "" && (set["tool"] || set["arg"]) {
+		return usagef("bench: --tool and --arg need --server: the built-in server has only echo(message)")
+	}
 
 	if cfg.Gatehouse, err = os.Executable(); err != nil {
 		return fmt.Errorf("bench: find the gatehouse binary: %w", err)
 	}
-	home, err := os.MkdirTemp("", "gatehouse-bench-")
-	if err != nil {
-		return fmt.Errorf("bench: create a temporary home: %w", err)
-	}
-	defer os.RemoveAll(home)
-	cfg.Home = home
-	if err := registerBenchServer(ctx, home, cfg.Gatehouse); err != nil {
-		return err
+	if server != "" {
+		if err := c.benchServer(ctx, &cfg, server, str("tool"), str("arg")); err != nil {
+			return err
+		}
+	} else {
+		home, err := os.MkdirTemp("", "gatehouse-bench-")
+		if err != nil {
+			return fmt.Errorf("bench: create a temporary home: %w", err)
+		}
+		defer os.RemoveAll(home)
+		cfg.Home = home
+		if err := registerBenchServer(ctx, home, cfg.Gatehouse); err != nil {
+			return err
+		}
 	}
 
-	fmt.Fprintf(c.stderr, "gatehouse bench: %d echo calls and %d starts per mode, direct and through the proxy...\n",
-		cfg.Calls, cfg.Starts)
+	prefix, tool := "gatehouse bench: ", "echo"
+	if server != "" {
+		prefix, tool = "gatehouse bench: server "+server+": ", cfg.Tool
+	}
+	fmt.Fprintf(c.stderr, "%s%d %s calls and %d starts per mode, direct and through the proxy...\n",
+		prefix, cfg.Calls, tool, cfg.Starts)
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -86,6 +113,38 @@ func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		return enc.Encode(rep)
 	}
 	return rep.WriteText(c.stdout)
+}
+
+// benchServer sets cfg to measure the registered server name, calling tool
+// with its argument arg.
+func (c *cli) benchServer(ctx context.Context, cfg *bench.Config, name, tool, arg string) error {
+	if tool == "" || arg == "" {
+		return usagef("bench: --tool and --arg must not be empty")
+	}
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	srv, err := lookupServer(ctx, st, name)
+	if err != nil {
+		return err
+	}
+	if srv.Transport != store.TransportStdio {
+		return fmt.Errorf("bench: server %s: transport %q cannot be measured", name, srv.Transport)
+	}
+	// Run directly, the server gets what the proxy gives it: its secrets
+	// resolved from the keychain.
+	cmd := gatewayCommand(srv)
+	env, _, err := vaultFor(st).ResolveEnv(cmd.Env)
+	if err != nil {
+		return withHint(fmt.Errorf("bench: server %s: %w", name, err), "store it with: gatehouse secret set ID")
+	}
+	cfg.Home = st.Dir()
+	cfg.Server = name
+	cfg.Direct = bench.Direct{Argv: append([]string{cmd.Path}, cmd.Args...), Env: env, Dir: cmd.Dir}
+	cfg.Tool, cfg.Arg = tool, arg
+	return nil
 }
 
 // registerBenchServer registers the echo server in the home folder dir, run

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 )
@@ -23,6 +24,7 @@ type cli struct {
 	stdout, stderr io.Writer
 	home           string // --home, or "" for store.DefaultDir
 	logLevel       slog.Level
+	approvalWait   time.Duration // proxy --approval-wait
 }
 
 // A command is one subcommand of gatehouse.
@@ -44,6 +46,11 @@ func init() {
 		proxyCmd, benchCmd, benchEchoServerCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysExportCmd,
 		secretSetCmd, secretRmCmd, secretLsCmd,
+		approvalsCmd,
+		exportCmd, verifyCmd,
+		// history show before history: lookup takes the first match.
+		historyShowCmd, historyCmd, eraseCmd,
+		policyShowCmd, policySetCmd, policyRmCmd, policyImportCmd, policyExportCmd, policyExplainCmd,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -114,6 +116,39 @@ func gatehouse(tb testing.TB, home string, args ...string) string {
 	return string(out)
 }
 
+// keychainEnv is what a client entry must pass a proxy for it to reach the
+// keychain in a session without a systemd user bus (the tests' private
+// D-Bus session): MCP clients pass their servers only a few variables.
+func keychainEnv() []string {
+	return []string{"DBUS_SESSION_BUS_ADDRESS=" + os.Getenv("DBUS_SESSION_BUS_ADDRESS")}
+}
+
+// allow adds a policy rule that allows capability (a glob) in home: the
+// proxy governs every tools/call, and these tests are about what crosses it.
+func allow(tb testing.TB, home, capability string) {
+	tb.Helper()
+	ctx := context.Background()
+	c := &cli{home: home, stderr: io.Discard}
+	st, l, err := c.openLog(ctx)
+	if err != nil {
+		tb.Fatalf("open the evidence log (the tests run inside make test's keychain session): %v", err)
+	}
+	defer st.Close()
+	ps, err := policy.Open(ctx, st, &policy.Options{Recorder: policyRecorder(l)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := ps.Current(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p = p.Clone()
+	p.Rules = append(p.Rules, policy.Rule{ID: fmt.Sprintf("test-%d", len(p.Rules)), Capability: capability, Decision: policy.Allow})
+	if _, err := ps.Save(ctx, p); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // inspector runs the MCP Inspector CLI against a server command line and
 // returns its JSON output, normalised.
 func inspector(t *testing.T, nm string, env []string, server []string, method ...string) string {
@@ -192,11 +227,12 @@ func TestInspectorSeesTheSameServers(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			args := append(append([]string{"server", "add", s.name}, s.addArgs...), "--")
 			gatehouse(t, home, append(args, s.direct...)...)
+			allow(t, home, "mcp."+s.name+".*")
 			proxied := []string{gatehouseBin, "proxy", s.name, "--home", home}
 			calls := append([][]string{{"--method", "tools/list"}}, s.calls...)
 			for _, call := range calls {
 				direct := inspector(t, nm, s.directEnv, s.direct, call...)
-				via := inspector(t, nm, nil, proxied, call...)
+				via := inspector(t, nm, keychainEnv(), proxied, call...)
 				if direct != via {
 					t.Errorf("%s %s:\ndirect: %.600s\nproxy:  %.600s", s.name, strings.Join(call, " "), direct, via)
 				}
@@ -259,6 +295,7 @@ func TestListChangedProgressCancellation(t *testing.T) {
 	nm := npmPeers(t)
 	home := t.TempDir()
 	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	allow(t, home, "mcp.everything.*")
 
 	changed := make(chan struct{}, 10)
 	progress := make(chan float64, 100)
@@ -308,8 +345,14 @@ func TestListChangedProgressCancellation(t *testing.T) {
 	if _, err := cs.CallTool(ctx, params); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(progress); n < 3 {
-		t.Errorf("got %d progress notifications, want 3", n)
+	// The client handles notifications on goroutines of its own: they may
+	// be counted after the result.
+	for i := range 3 {
+		select {
+		case <-progress:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("got %d progress notifications, want 3", i)
+		}
 	}
 
 	// Cancellation: the call ends at once and the session goes on.
@@ -448,6 +491,7 @@ func TestProxyBadInput(t *testing.T) {
 	nm := npmPeers(t)
 	home := t.TempDir()
 	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	allow(t, home, "mcp.everything.*")
 
 	t.Run("unknown server", func(t *testing.T) {
 		p := startRawProxy(t, home, "nope")
@@ -474,6 +518,9 @@ func TestProxyBadInput(t *testing.T) {
 		p.send(t, initializeLine)
 		p.recv(t)
 		p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		p.send(t, `{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
+		for m := p.recv(t); m["id"] != "list"; m = p.recv(t) {
+		}
 		p.send(t, "GET / HTTP/1.1")
 		if m := p.recv(t); !strings.Contains(fmt.Sprint(m["error"]), "-32700") {
 			t.Errorf("answer to garbage = %v, want a parse error", m)
@@ -513,10 +560,14 @@ func TestSecretsAreRedacted(t *testing.T) {
 	if out, err := add.CombinedOutput(); err != nil {
 		t.Fatalf("server add: %v\n%s", err, out)
 	}
+	allow(t, home, "mcp.everything.get-env")
 	p := startRawProxy(t, home, "everything")
 	p.send(t, initializeLine)
 	p.recv(t)
 	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(t, `{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
+	for m := p.recv(t); m["id"] != "list"; m = p.recv(t) {
+	}
 	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-env"}}`)
 	m := p.recvAnswer(t, 1)
 	got := fmt.Sprint(m)
@@ -526,8 +577,10 @@ func TestSecretsAreRedacted(t *testing.T) {
 	if !strings.Contains(got, "API_KEY") || !strings.Contains(got, "[redacted by Gatehouse: secret everything.API_KEY]") {
 		t.Errorf("get-env answer does not show API_KEY redacted: %.500s", got)
 	}
-	if !strings.Contains(p.stderr.String(), "redacted a secret the server sent") || strings.Contains(p.stderr.String(), secret) {
-		t.Errorf("proxy log should note the redaction without the value:\n%s", p.stderr)
+	waitFor(t, func() bool { return strings.Contains(p.stderr.String(), "redacted a secret the server sent") },
+		"the proxy's log to note the redaction")
+	if strings.Contains(p.stderr.String(), secret) {
+		t.Errorf("the proxy's log holds the secret:\n%s", p.stderr)
 	}
 	// Nothing in the home folder holds it either.
 	filepath.WalkDir(home, func(path string, d os.DirEntry, err error) error {
@@ -587,6 +640,18 @@ func TestProxyStopsStubbornServer(t *testing.T) {
 	}
 }
 
+// waitFor polls cond until it holds, failing after 10s.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 var serverPidRE = regexp.MustCompile(`server_pid=(\d+)`)
 
 func serverPid(t *testing.T, stderr string) int {
@@ -597,4 +662,55 @@ func serverPid(t *testing.T, stderr string) int {
 	}
 	pid, _ := strconv.Atoi(m[1])
 	return pid
+}
+
+// The gate end to end, on real processes: with the default policy a call
+// that needs approval is denied while no approver runs, and says so; with
+// `gatehouse approvals --auto once` running, the same call is approved and
+// runs; each decision has its receipt in the evidence log.
+func TestGovernedCallEndToEnd(t *testing.T) {
+	nm := npmPeers(t)
+	home := t.TempDir()
+	os.Chmod(home, 0o700) // the approval socket wants a private home, as store.Open makes one
+	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	p := startRawProxy(t, home, "everything")
+	p.send(t, initializeLine)
+	p.recv(t)
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	p.recvAnswer(t, 1)
+
+	echo := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello gate"}}}`
+	p.send(t, fmt.Sprintf(echo, 2))
+	res, _ := p.recvAnswer(t, 2)["result"].(map[string]any)
+	text := fmt.Sprint(res["content"])
+	if res["isError"] != true || !strings.Contains(text, "no approver is running") || !regexp.MustCompile(`Receipt r-[a-z2-7]{19}`).MatchString(text) {
+		t.Fatalf("call without an approver = %v, want an isError denial naming the receipt", res)
+	}
+
+	approver := exec.Command(gatehouseBin, "--home", home, "approvals", "--auto", "once")
+	var approverOut syncBuffer
+	approver.Stdout, approver.Stderr = &approverOut, &approverOut
+	if err := approver.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { approver.Process.Signal(os.Interrupt); approver.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(home, "approvals.sock")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the approver did not listen within 10s:\n%s", approverOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.send(t, fmt.Sprintf(echo, 3))
+	res, _ = p.recvAnswer(t, 3)["result"].(map[string]any)
+	if res["isError"] == true || !strings.Contains(fmt.Sprint(res["content"]), "Echo: hello gate") {
+		t.Errorf("approved call = %v, want the server's echo", res)
+	}
+	if !strings.Contains(approverOut.String(), "echo") {
+		t.Errorf("the terminal approver did not show the request:\n%s", approverOut.String())
+	}
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 
+	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/receipts"
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
@@ -45,4 +47,12 @@ func (c *cli) openLog(ctx context.Context) (*store.Store, *receipts.Log, error) 
 		return nil, nil, err
 	}
 	return st, l, nil
+}
+
+// policyRecorder writes each saved policy version to the evidence log.
+func policyRecorder(l *receipts.Log) policy.Recorder {
+	return policy.RecorderFunc(func(ctx context.Context, version int64, hash string) error {
+		_, err := l.AppendEvent(ctx, entry.KindPolicy, entry.PolicyEvent{Version: version, Hash: hash})
+		return err
+	})
 }

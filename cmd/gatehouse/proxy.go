@@ -8,8 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
+	"github.com/gatehouse-dev/gatehouse/approval"
+	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/receipts"
+	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
@@ -28,6 +34,8 @@ USER, ...): to use a home folder other than the default, put --home DIR in
 the entry's args.`,
 	flags: func(fs *flag.FlagSet) {
 		fs.Int("max-message-bytes", gateway.DefaultMaxMessageBytes, "refuse JSON-RPC messages larger than `n` bytes")
+		fs.Bool("pass-through", false, "relay tools/call without deciding or recording them (for measuring the relay alone; never in a client's config)")
+		fs.Duration("approval-wait", gate.DefaultApprovalWait, "how long one call waits for a person's approval before it is answered as pending")
 	},
 	run: runProxy,
 }
@@ -41,6 +49,7 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		return usagef("proxy: want exactly one server NAME")
 	}
 	name := pos[0]
+	c.approvalWait, _ = fs.Lookup("approval-wait").Value.(flag.Getter).Get().(time.Duration)
 
 	// From here on, stdout carries protocol only. Anything else that writes
 	// to the process's stdout (a stray print, a library) lands on stderr.
@@ -57,8 +66,8 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	}
 	log, closeLog := c.logger(st.LogPath(), "proxy")
 	defer closeLog()
+	defer st.Close()
 	srv, err := lookupServer(ctx, st, name)
-	st.Close()
 	if err != nil {
 		log.Error("unknown server", slog.String("server", name), slog.Any("err", err))
 		gateway.Refuse(ctx, c.stdin, out, fmt.Errorf(
@@ -81,12 +90,16 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	}
 	cmd.Env = env
 	max, _ := fs.Lookup("max-message-bytes").Value.(flag.Getter).Get().(int)
-	p := gateway.New(name, cmd, &gateway.Options{
+	opts := &gateway.Options{
 		Logger:          log,
 		Stderr:          c.stderr,
 		MaxMessageBytes: max,
 		Secrets:         secrets,
-	})
+	}
+	if fs.Lookup("pass-through").Value.String() != "true" {
+		opts.Governor = c.governor(ctx, st, srv, log)
+	}
+	p := gateway.New(name, cmd, opts)
 	if err := p.Serve(ctx, c.stdin, out); err != nil {
 		if !errors.Is(err, gateway.ErrServerExited) {
 			fmt.Fprintf(c.stderr, "gatehouse proxy: %v\n", err)
@@ -94,6 +107,56 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		return &exitError{1}
 	}
 	return nil
+}
+
+// governor returns the gate for server srv. When the gate cannot be set up
+// (the keychain that holds the signing key is unreachable, the database is
+// damaged), every tools/call is refused with the reason: no call runs that
+// the gate could not decide on and record.
+func (c *cli) governor(ctx context.Context, st *store.Store, srv store.Server, log *slog.Logger) gateway.Governor {
+	g, err := c.newGate(ctx, st, srv, log)
+	if err != nil {
+		log.Error("the gate is closed: every tool call will be refused", slog.Any("err", err))
+		return closedGate{err}
+	}
+	return g
+}
+
+func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, log *slog.Logger) (*gate.Gate, error) {
+	key, err := vaultFor(st).SigningKey()
+	if err != nil {
+		return nil, fmt.Errorf("the evidence log's signing key is unavailable: %w", err)
+	}
+	l, err := receipts.Open(ctx, st, key)
+	if err != nil {
+		return nil, err
+	}
+	policies, err := policy.Open(ctx, st, &policy.Options{Recorder: policyRecorder(l)})
+	if err != nil {
+		return nil, err
+	}
+	socket := approval.SocketPath(st.Dir())
+	return gate.New(ctx, gate.Config{
+		Server:   srv.Name,
+		Log:      l,
+		Policies: policies,
+		Pins:     st,
+		Ask: func(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error) {
+			return approval.Ask(ctx, socket, req, wait, progress)
+		},
+		ApprovalWait: c.approvalWait,
+		Logger:       log,
+	})
+}
+
+// closedGate refuses every call, saying why.
+type closedGate struct{ err error }
+
+func (g closedGate) Authorize(context.Context, *gateway.Call, func(string)) (*gateway.Authorization, error) {
+	return nil, g.err
+}
+
+func (closedGate) Complete(context.Context, *gateway.Call, *gateway.Authorization, *gateway.Outcome) {
 }
 
 // protocolOut returns the writer for protocol messages. When stdout is the

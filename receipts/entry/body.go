@@ -130,7 +130,7 @@ func Commit(salt, data []byte) string {
 }
 
 // NewID returns a random entry id with the given prefix ("r" for receipts,
-// "o" for outcomes, "e" for events): 20 lowercase base32 characters after the
+// "o" for outcomes, "e" for events): 19 lowercase base32 characters (95 random bits) after the
 // prefix and a dash. Ids are random, not counters, so that one reveals
 // nothing of the others.
 func NewID(prefix string) string {

@@ -151,6 +151,15 @@ func Parse(data []byte) (*Entry, error) {
 	if _, err := ParseTreeHash(e.Prev); err != nil {
 		return nil, fmt.Errorf("%w: prev: %v", ErrMalformed, err)
 	}
+	// encoding/json matches member names regardless of case, and lets the
+	// last of two such names win: accept only the bytes Sign would write for
+	// the entry read, or "Body" could stand for "body" under a valid
+	// signature.
+	if raw, err := json.Marshal(&e); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	} else if again, err := jcs.Transform(raw); err != nil || !bytes.Equal(again, data) {
+		return nil, fmt.Errorf("%w: member names are not exactly the format's", ErrMalformed)
+	}
 	return &e, nil
 }
 
@@ -159,7 +168,9 @@ func Verify(e *Entry, pub ed25519.PublicKey) error {
 	if KeyID(pub) != e.Key {
 		return fmt.Errorf("%w: key %s does not match the entry's key id %s", ErrSignature, KeyID(pub), e.Key)
 	}
-	sig, err := base64.StdEncoding.DecodeString(e.Sig)
+	// Strict: the unused bits of the last character must be zero, so that
+	// one signature has one spelling.
+	sig, err := base64.StdEncoding.Strict().DecodeString(e.Sig)
 	if err != nil || len(sig) != ed25519.SignatureSize {
 		return fmt.Errorf("%w: sig is not a base64 Ed25519 signature", ErrSignature)
 	}
@@ -189,7 +200,7 @@ func FormatTreeHash(h tlog.Hash) string { return base64.StdEncoding.EncodeToStri
 
 func ParseTreeHash(s string) (tlog.Hash, error) {
 	var h tlog.Hash
-	b, err := base64.StdEncoding.DecodeString(s)
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil || len(b) != len(h) {
 		return h, fmt.Errorf("not a base64 SHA-256 hash: %q", s)
 	}
@@ -197,6 +208,6 @@ func ParseTreeHash(s string) (tlog.Hash, error) {
 	return h, nil
 }
 
-// EmptyTreeHash is the tree hash of an empty log, as tlog defines it (all
-// zeros), the prev of entry 0.
-var EmptyTreeHash tlog.Hash
+// EmptyTreeHash is the tree hash of an empty log, as RFC 6962 and tlog
+// define it (SHA-256 of the empty string), the prev of entry 0.
+var EmptyTreeHash tlog.Hash = sha256.Sum256(nil)

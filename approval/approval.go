@@ -1,0 +1,402 @@
+// Package approval is how a Gatehouse proxy asks a person to approve a tool
+// call, over a local socket, and how an approver answers.
+//
+// One approver runs per home folder: the tray app, or `gatehouse approvals`
+// in a terminal. It listens on [SocketPath] with [Listen] and serves the
+// queue of open requests with a [Server], which shows them through a [UI]
+// and takes the person's answers with [Server.Decide]. Proxies connect and
+// [Ask]; there may be many at once, in many processes.
+//
+// # Asking
+//
+// [Ask] sends a [Request] and waits, at most the time it is given, for a
+// [Decision]. It fails closed, and says why:
+//
+//   - [ErrNoApprover]: nobody is listening (or the approver stopped). The
+//     proxy denies the call and tells the model how to get one approved:
+//     start the Gatehouse app, or run `gatehouse approvals`.
+//   - [ErrPending]: the approver has the request, but nobody answered in
+//     time. MCP hosts cancel slow calls (Claude Desktop after about a
+//     minute), so the proxy answers "approval pending" in band instead of
+//     waiting longer. The request stays open at the approver until its
+//     [Request.Expires], and the next identical call (same [Request.Key])
+//     gets the answer as soon as there is one: at once if the person
+//     answered in between, else when they do.
+//
+// While it waits, Ask calls a progress function every [ProgressEvery], which
+// the proxy turns into MCP progress notifications.
+//
+// A timeout never produces a decision: only a person's answer does, through
+// [Server.Decide]. Nothing a proxy sends can approve anything.
+//
+// # Identical calls
+//
+// A request's Key is computed by Ask with [CallKey]: a SHA-256 over the
+// server, the tool, the client and the arguments in canonical form (object
+// keys sorted, no insignificant space; numbers keep their literal text), and
+// over the tool's old and new definition when the request is about a changed
+// definition. Several proxies asking with the same Key at once share one
+// open request, and one answer answers all of them: they are the same call
+// as far as the person can tell.
+//
+// An answer given while nobody is waiting any more (every asker got
+// [ErrPending]) is kept for the next identical call, for [Options.Keep]
+// (10 minutes by default): "once" and "deny" are used up by that one call;
+// "session" serves only calls from the same proxy session; "minutes" lasts at
+// most its minutes. The approver keeps no rules beyond that: recording a
+// lasting scope (session, minutes, always, always-deny) is the job of the
+// proxy that receives it.
+//
+// # Wire protocol
+//
+// Each message is one line of JSON (newline-delimited, UTF-8, at most
+// [MaxLine] bytes), an object with the protocol version "v" (1), a "type",
+// and the fields of that type; unknown fields, types, scopes and versions
+// are errors. One connection carries one request:
+//
+//	proxy → approver  {"v":1,"type":"request","request":{...}}
+//	approver → proxy  {"v":1,"type":"pending","id":"ID","approver":"terminal"}
+//	approver → proxy  {"v":1,"type":"decision","decision":{"id":"ID","scope":"minutes","minutes":15,"approver":"terminal","decided":"2025-06-01T12:00:00Z"}}
+//
+// The approver answers a request with "pending" (it is on screen, and a
+// "decision" follows when the person answers) or at once with a "decision"
+// (an answer was kept for this call), or with {"type":"error","error":"..."}
+// and closes. When its wait ends, the proxy sends {"v":1,"type":"detach",
+// "id":"ID"}; the approver answers "detached" (the request stays open) or,
+// if the person answered in the meantime, the "decision". A proxy that
+// closes the connection without detaching has gone away (its call was
+// cancelled, or it exited): the request is withdrawn unless another asker
+// still wants it.
+//
+// A request holds:
+//
+//	id              random, chosen by the proxy (Ask sets it)
+//	key             the identical-call key (Ask sets it): 64 hex digits
+//	server, tool    the MCP server's name in Gatehouse, and the tool's name
+//	client          the MCP client's name ("claude-code"), without version
+//	risk, rule      the risk class and the policy rule that asked
+//	args            the arguments, already redacted, as JSON; when larger
+//	                than MaxArgs, a JSON string holding their start, with
+//	                "args_truncated": true and "args_size": their full size
+//	description     the tool's description (at most MaxDescription bytes)
+//	change          for a changed tool definition: {"old":..., "new":...},
+//	                each cut like args when too large ("truncated": true)
+//	session         the proxy session's id
+//	expires         RFC 3339: how long the request may stay open once its
+//	                asker stopped waiting (default 10 minutes, at most 1 hour)
+//
+// Scopes are "once", "session", "minutes" (with "minutes" from 1 to
+// [MaxMinutes]), "always", "deny" and "always-deny".
+//
+// # Who may connect
+//
+// The socket is a Unix domain socket (also on Windows, see below) at
+// <home>/approvals.sock. [Listen] creates the home folder with mode 0700 and
+// refuses one that other users can enter or that another user owns; the
+// socket itself gets mode 0600. So on Linux and macOS only processes of the
+// same user (and root) can reach it. Beside it, approvals.pid holds the
+// approver's process id under an exclusive lock: a second approver is
+// refused while the first runs ([ErrApproverRunning]), and a socket file left
+// by one that died (nothing accepts on it) is replaced.
+//
+// On Linux each side also checks the other's user id as the kernel recorded
+// it when the connection was made (SO_PEERCRED) and refuses another user: the
+// approver refuses askers, and Ask refuses an approver, that run as another
+// user (root included). That holds even if the folder's permissions are
+// loosened later.
+//
+// What this does not do: it does not tell programs of the same user apart.
+// Any process running as the user can ask (asking cannot approve anything),
+// and when no approver runs, any such process could listen on the socket and
+// answer in its place; credentials are those of the process that connected,
+// even if it has since handed the connection on. That is Gatehouse's claim
+// boundary: code running as the user, with a shell, is not contained. On
+// macOS and the BSDs there is no peer check yet, only the folder's
+// permissions.
+//
+// On Windows, the standard library has no named pipes, so the socket is a
+// Unix domain socket too (Windows 10 1803 and later), protected only by the
+// home folder's access list (the user's profile); there is no peer check.
+package approval
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Version is the wire protocol's version, sent as "v" in every message.
+const Version = 1
+
+// Limits of the wire protocol.
+const (
+	// MaxLine bounds one message, newline included.
+	MaxLine = 512 << 10
+	// MaxArgs bounds a request's arguments, and each tool definition of a
+	// change, as sent: larger ones are cut (see [Request.ArgsTruncated]).
+	MaxArgs = 64 << 10
+	// MaxDescription bounds a tool's description as sent.
+	MaxDescription = 16 << 10
+	// MaxMinutes bounds a "minutes" decision: a day.
+	MaxMinutes = 24 * 60
+	// maxField bounds the short fields: names, risk, rule, session, id.
+	maxField = 1 << 10
+)
+
+var (
+	// ErrNoApprover means no approver is listening, or it stopped before it
+	// answered. The call must be denied.
+	ErrNoApprover = errors.New("no approver is running")
+	// ErrPending means the approver has the request but nobody answered in
+	// time; the request stays open, and the next identical call gets the
+	// answer. The call must not run.
+	ErrPending = errors.New("approval pending")
+	// ErrRejected means the approver refused the request itself (malformed,
+	// too many open, another user).
+	ErrRejected = errors.New("approver rejected the request")
+	// ErrProtocol means the other side sent something this side cannot
+	// read.
+	ErrProtocol = errors.New("approval protocol error")
+	// ErrNotOpen is returned by [Server.Decide] for a request that is not
+	// open (answered, withdrawn, or never seen).
+	ErrNotOpen = errors.New("no such open request")
+	// ErrApproverRunning is returned by [Listen] while another approver
+	// serves the same socket.
+	ErrApproverRunning = errors.New("another approver is running")
+)
+
+// A Request asks a person to approve one tool call.
+type Request struct {
+	// ID identifies this request; [Ask] sets a random one when empty.
+	ID string `json:"id"`
+	// Key identifies the call: [Ask] sets it with [CallKey].
+	Key string `json:"key"`
+
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Client is the MCP client's name, without its version: it is part of
+	// the Key.
+	Client string `json:"client"`
+	Risk   string `json:"risk,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+
+	// Args are the call's arguments, already redacted, as JSON. Redaction
+	// that erases a difference between two calls makes them identical.
+	// [Ask] sends them in canonical form, cut to [MaxArgs].
+	Args json.RawMessage `json:"args"`
+	// ArgsTruncated reports that Args was cut: it is then a JSON string
+	// holding the start of the canonical arguments, and ArgsSize their full
+	// size in bytes.
+	ArgsTruncated bool `json:"args_truncated,omitempty"`
+	ArgsSize      int  `json:"args_size,omitempty"`
+
+	// Description is the tool's description as the server gave it.
+	Description string `json:"description,omitempty"`
+	// Change is set when the request is about a changed tool definition.
+	Change *Change `json:"change,omitempty"`
+
+	// Session is the asking proxy session's id.
+	Session string `json:"session,omitempty"`
+	// Expires bounds how long the request stays open at the approver once
+	// no asker waits for it any more. Zero means 10 minutes after that; the
+	// approver allows at most an hour.
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// A Change is a tool definition that differs from the one the user accepted.
+type Change struct {
+	Old json.RawMessage `json:"old"` // as accepted
+	New json.RawMessage `json:"new"` // as the server lists it now
+	// Truncated reports that Old or New was cut to [MaxArgs], like
+	// [Request.Args].
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// A Scope is what a person decided, and for how long.
+type Scope string
+
+// The scopes. Only a person's answer produces one.
+const (
+	ScopeOnce       Scope = "once"        // this call
+	ScopeSession    Scope = "session"     // this tool, for the proxy session
+	ScopeMinutes    Scope = "minutes"     // this tool, for Decision.Minutes
+	ScopeAlways     Scope = "always"      // this tool, from now on
+	ScopeDeny       Scope = "deny"        // not this call
+	ScopeAlwaysDeny Scope = "always-deny" // not this tool, from now on
+)
+
+// ParseScope returns the scope named s, or an error for any other string.
+func ParseScope(s string) (Scope, error) {
+	switch sc := Scope(s); sc {
+	case ScopeOnce, ScopeSession, ScopeMinutes, ScopeAlways, ScopeDeny, ScopeAlwaysDeny:
+		return sc, nil
+	}
+	return "", fmt.Errorf("unknown scope %q", s)
+}
+
+// UnmarshalText accepts the known scopes only.
+func (s *Scope) UnmarshalText(b []byte) error {
+	sc, err := ParseScope(string(b))
+	if err != nil {
+		return err
+	}
+	*s = sc
+	return nil
+}
+
+// Allows reports whether the scope lets the call run.
+func (s Scope) Allows() bool {
+	switch s {
+	case ScopeOnce, ScopeSession, ScopeMinutes, ScopeAlways:
+		return true
+	}
+	return false
+}
+
+// A Decision is a person's answer to a request.
+type Decision struct {
+	// ID is the request's ID.
+	ID    string `json:"id"`
+	Scope Scope  `json:"scope"`
+	// Minutes is how long a ScopeMinutes decision lasts, from Decided; zero
+	// for other scopes.
+	Minutes int `json:"minutes,omitempty"`
+	// Approver names the approver that took the answer: "terminal", "tray".
+	Approver string `json:"approver"`
+	// Decided is when the person answered.
+	Decided time.Time `json:"decided"`
+}
+
+// Until returns when a ScopeMinutes decision ends, and the zero time for
+// other scopes.
+func (d Decision) Until() time.Time {
+	if d.Scope != ScopeMinutes {
+		return time.Time{}
+	}
+	return d.Decided.Add(time.Duration(d.Minutes) * time.Minute)
+}
+
+func (d *Decision) validate() error {
+	if err := checkField("id", d.ID, true); err != nil {
+		return err
+	}
+	if _, err := ParseScope(string(d.Scope)); err != nil {
+		return err
+	}
+	switch {
+	case d.Scope == ScopeMinutes && (d.Minutes < 1 || d.Minutes > MaxMinutes):
+		return fmt.Errorf("minutes must be from 1 to %d, not %d", MaxMinutes, d.Minutes)
+	case d.Scope != ScopeMinutes && d.Minutes != 0:
+		return fmt.Errorf("minutes given for scope %s", d.Scope)
+	}
+	if err := checkField("approver", d.Approver, true); err != nil {
+		return err
+	}
+	if d.Decided.IsZero() {
+		return errors.New("decision without a time")
+	}
+	return nil
+}
+
+// CallKey returns the identical-call key of r: a hash of its Server, Tool,
+// Client, canonical Args, and Change. It fails when Args or the change's
+// definitions are not JSON. Pass the full arguments, before any cutting:
+// [Ask] computes the key before it cuts them to [MaxArgs].
+func CallKey(r Request) (string, error) {
+	args, err := canonicalArgs(r.Args)
+	if err != nil {
+		return "", fmt.Errorf("arguments: %w", err)
+	}
+	parts := []any{"gatehouse approval key 1", r.Server, r.Tool, r.Client, json.RawMessage(args)}
+	if r.Change != nil {
+		old, err := canonical(r.Change.Old)
+		if err != nil {
+			return "", fmt.Errorf("old tool definition: %w", err)
+		}
+		new, err := canonical(r.Change.New)
+		if err != nil {
+			return "", fmt.Errorf("new tool definition: %w", err)
+		}
+		parts = append(parts, json.RawMessage(old), json.RawMessage(new))
+	}
+	b, err := json.Marshal(parts)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// validate checks a request as it travels: the limits Ask keeps.
+func (r *Request) validate() error {
+	if err := checkField("id", r.ID, true); err != nil {
+		return err
+	}
+	if len(r.Key) != 64 || !isLowerHex(r.Key) {
+		return fmt.Errorf("key must be 64 hex digits")
+	}
+	for _, f := range []struct {
+		name, value string
+		required    bool
+	}{
+		{"server", r.Server, true}, {"tool", r.Tool, true}, {"client", r.Client, false},
+		{"risk", r.Risk, false}, {"rule", r.Rule, false}, {"session", r.Session, false},
+	} {
+		if err := checkField(f.name, f.value, f.required); err != nil {
+			return err
+		}
+	}
+	if len(r.Args) == 0 {
+		return errors.New("no args")
+	}
+	if len(r.Args) > MaxArgs {
+		return fmt.Errorf("args larger than %d bytes", MaxArgs)
+	}
+	if r.ArgsTruncated != (r.ArgsSize > 0) {
+		return errors.New("args_size must be given exactly when args_truncated")
+	}
+	if r.ArgsTruncated && r.Args[0] != '"' {
+		return errors.New("truncated args must be a JSON string")
+	}
+	if len(r.Description) > MaxDescription {
+		return fmt.Errorf("description larger than %d bytes", MaxDescription)
+	}
+	if c := r.Change; c != nil {
+		if len(c.Old) == 0 || len(c.New) == 0 {
+			return errors.New("change without old and new definitions")
+		}
+		if len(c.Old) > MaxArgs || len(c.New) > MaxArgs {
+			return fmt.Errorf("tool definition larger than %d bytes", MaxArgs)
+		}
+	}
+	return nil
+}
+
+// checkField checks a short field: bounded, and free of control characters
+// (an id or a name is never multi-line).
+func checkField(name, v string, required bool) error {
+	if required && v == "" {
+		return fmt.Errorf("no %s", name)
+	}
+	if len(v) > maxField {
+		return fmt.Errorf("%s longer than %d bytes", name, maxField)
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%s holds a control character", name)
+		}
+	}
+	return nil
+}
+
+func isLowerHex(s string) bool {
+	for _, c := range []byte(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,410 @@
+// Package gate decides on each tool call that reaches a Gatehouse proxy, and
+// proves what it decided and what happened.
+//
+// A [Gate] is the proxy's [gateway.Governor]. For every tools/call it:
+//
+//  1. classifies the call's risk and asks the policy (the most specific
+//     rule wins; an unknown tool is never allowed by a default);
+//  2. checks the tool's definition against the one the user accepted (its
+//     pin): a changed definition is held for a person to review;
+//  3. asks the approver when the policy says APPROVAL_REQUIRED, waiting a
+//     bounded time below the clients' own timeouts; an answer given later
+//     is picked up by the next identical call; no approver means no;
+//  4. writes the authorization receipt to the evidence log, durably,
+//     before anything runs; if it cannot, the call does not run;
+//  5. after a call that ran, writes its execution outcome.
+//
+// What the model reads when a call does not run says it was Gatehouse, which
+// rule, and the receipt's id; nothing else of the evidence (hashes,
+// signatures, policy text, other calls) reaches it.
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/approval"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/receipts"
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
+)
+
+// DefaultApprovalWait bounds one wait for an approver: below the roughly 60
+// seconds after which Claude Desktop cancels a call.
+const DefaultApprovalWait = 45 * time.Second
+
+// Policies is where the gate reads the policy, and writes the rules a
+// person's "always" answers add (*policy.Store is one).
+type Policies interface {
+	Fresh(ctx context.Context, have *policy.Policy) (*policy.Policy, error)
+	Save(ctx context.Context, p *policy.Policy) (int64, error)
+}
+
+// AskFunc asks a person to approve a call ([approval.Ask] on the home's
+// socket).
+type AskFunc func(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error)
+
+// Config is what a [Gate] needs.
+type Config struct {
+	Server   string // the server's name, as in capabilities
+	Trusted  bool   // the user trusts the server's annotations
+	Log      *receipts.Log
+	Policies Policies
+	Pins     receipts.Migrator // the database that holds the pins
+	Ask      AskFunc
+	// ApprovalWait bounds one wait for an approver; zero means
+	// DefaultApprovalWait.
+	ApprovalWait time.Duration
+	Logger       *slog.Logger
+}
+
+// A Gate governs one proxy session's calls to one server.
+type Gate struct {
+	cfg  Config
+	pins pins
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	policy *policy.Policy   // last read; guarded by mu
+	grants map[string]grant // capability -> what a person allowed; guarded by mu
+}
+
+// grant is a person's lasting "yes" to a tool, for this session or a while.
+type grant struct {
+	approver *entry.Approver
+	until    time.Time // zero: for the session
+}
+
+var _ gateway.Governor = (*Gate)(nil)
+
+// New returns a gate for cfg, creating the pins table when needed.
+func New(ctx context.Context, cfg Config) (*Gate, error) {
+	if cfg.Log == nil || cfg.Policies == nil || cfg.Pins == nil || cfg.Ask == nil {
+		panic("gate: Config needs Log, Policies, Pins and Ask")
+	}
+	if err := cfg.Pins.Migrate(ctx, "gate", migrations); err != nil {
+		return nil, fmt.Errorf("open gate: %w", err)
+	}
+	if cfg.ApprovalWait <= 0 {
+		cfg.ApprovalWait = DefaultApprovalWait
+	}
+	g := &Gate{cfg: cfg, pins: pins{cfg.Pins.DB()}, log: cfg.Logger, grants: map[string]grant{}}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	return g, nil
+}
+
+// decision is what the gate decided, before it is written down.
+type decision struct {
+	verdict  policy.Decision
+	rule     string
+	risk     policy.Risk
+	approver *entry.Approver
+	why      string // for the model, when the call does not run
+}
+
+// Authorize implements [gateway.Governor].
+func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(string)) (*gateway.Authorization, error) {
+	capability := policy.Capability(g.cfg.Server, c.Tool)
+	pol, err := g.currentPolicy(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the policy: %w", err)
+	}
+	pc := policy.Call{Server: g.cfg.Server, Tool: c.Tool, Client: c.Client.Name, Args: c.Arguments,
+		Known: c.Definition != nil, Trusted: g.cfg.Trusted}
+	if c.Definition != nil && c.Definition.Annotations != nil {
+		a := c.Definition.Annotations
+		pc.Annotations = &policy.Annotations{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint,
+			Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
+	}
+	res := pol.Decide(pc)
+	d := decision{verdict: res.Decision, rule: res.Rule, risk: res.Risk}
+
+	change, toolHash, err := g.checkPin(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if change != nil && d.verdict == policy.Allow {
+		d.verdict, d.rule = policy.ApprovalRequired, "pin:changed"
+	}
+	if d.verdict == policy.ApprovalRequired && change == nil {
+		if gr, ok := g.grant(capability); ok {
+			d.verdict, d.approver = policy.Allow, gr.approver
+		}
+	}
+	if d.verdict == policy.ApprovalRequired {
+		if err := g.approve(ctx, c, capability, change, &d, progress); err != nil {
+			return nil, err
+		}
+	}
+
+	args := c.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if d.verdict == policy.Allow {
+		if ref := findRef(args); ref != "" {
+			// No policy binds a secret to a capability yet: a reference
+			// the agent passes is refused rather than resolved.
+			d.verdict, d.rule = policy.Deny, "vault:unbound"
+			d.why = fmt.Sprintf("Gatehouse refused this call: the argument %s refers to a secret that no rule binds to %s, so it was not resolved and the call did not run.", ref, capability)
+		}
+	}
+	r := entry.Receipt{
+		Capability: capability, Server: g.cfg.Server, Tool: c.Tool,
+		Decision: string(d.verdict), Rule: d.rule, PolicyHash: pol.Hash(), Approver: d.approver,
+		Client: entry.Client{Name: c.Client.Name, Version: c.Client.Version}, ToolHash: toolHash, Session: c.Session,
+	}
+	// A decision that was made is written even if the client has given up.
+	e, err := g.cfg.Log.AppendReceipt(context.WithoutCancel(ctx), r, args)
+	if err != nil {
+		return nil, fmt.Errorf("write the receipt: %w", err)
+	}
+	auth := &gateway.Authorization{Allow: d.verdict == policy.Allow, Receipt: e.ID}
+	if !auth.Allow {
+		auth.Message = g.message(capability, d, e.ID)
+	}
+	g.log.Info("decided", slog.String("capability", capability), slog.String("decision", string(d.verdict)),
+		slog.String("rule", d.rule), slog.String("receipt", e.ID))
+	return auth, nil
+}
+
+func (g *Gate) message(capability string, d decision, receipt string) string {
+	switch {
+	case d.why != "":
+		return d.why + " Receipt " + receipt + "."
+	case d.verdict == policy.ApprovalRequired:
+		return fmt.Sprintf("Gatehouse is waiting for a person to approve this call (%s, rule %s), so it has not run yet. "+
+			"Once it is approved in the Gatehouse app or in `gatehouse approvals`, call the tool again with the same arguments. Receipt %s.",
+			capability, d.rule, receipt)
+	default:
+		return fmt.Sprintf("Gatehouse denied this call: %s is not allowed (rule %s). It did not run. Receipt %s.", capability, d.rule, receipt)
+	}
+}
+
+// approve asks a person, and turns the answer into d.
+func (g *Gate) approve(ctx context.Context, c *gateway.Call, capability string, change *approval.Change, d *decision, progress func(string)) error {
+	req := approval.Request{Server: g.cfg.Server, Tool: c.Tool, Client: c.Client.Name, Risk: string(d.risk), Rule: d.rule,
+		Args: c.Arguments, Session: c.Session, Change: change}
+	if len(req.Args) == 0 {
+		req.Args = json.RawMessage("{}")
+	}
+	if c.Definition != nil {
+		req.Description = c.Definition.Description
+	}
+	var report func(time.Duration)
+	if progress != nil {
+		report = func(waited time.Duration) {
+			progress(fmt.Sprintf("Waiting for a person to approve %s in Gatehouse (%ds)", capability, int(waited.Seconds())))
+		}
+	}
+	ans, err := g.cfg.Ask(ctx, req, g.cfg.ApprovalWait, report)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, approval.ErrNoApprover):
+		d.verdict = policy.Deny
+		d.why = fmt.Sprintf("Gatehouse needs a person to approve %s (rule %s), and no approver is running, so the call was denied and did not run. "+
+			"Open the Gatehouse app, or run `gatehouse approvals` in a terminal, then call the tool again.", capability, d.rule)
+		return nil
+	case errors.Is(err, approval.ErrPending):
+		return nil // stays APPROVAL_REQUIRED: the receipt says so, the model is told to call again
+	case err != nil:
+		return fmt.Errorf("ask for approval: %w", err)
+	}
+	d.approver = &entry.Approver{Kind: ans.Approver, Scope: string(ans.Scope)}
+	if until := ans.Until(); !until.IsZero() {
+		d.approver.Until = until.UTC().Format(time.RFC3339)
+	}
+	if !ans.Scope.Allows() {
+		d.verdict = policy.Deny
+		d.why = fmt.Sprintf("A person denied this call in Gatehouse (%s). It did not run.", capability)
+		if ans.Scope == approval.ScopeAlwaysDeny {
+			return g.addRule(ctx, capability, policy.Deny, ans)
+		}
+		return nil
+	}
+	d.verdict = policy.Allow
+	if change != nil {
+		// The new definition is accepted with the call.
+		if err := g.acceptPin(ctx, c); err != nil {
+			return err
+		}
+	}
+	switch ans.Scope {
+	case approval.ScopeSession:
+		g.setGrant(capability, grant{approver: d.approver})
+	case approval.ScopeMinutes:
+		g.setGrant(capability, grant{approver: d.approver, until: ans.Until()})
+	case approval.ScopeAlways:
+		return g.addRule(ctx, capability, policy.Allow, ans)
+	}
+	return nil
+}
+
+// addRule makes a person's "always" (or "always deny") a rule of the policy.
+func (g *Gate) addRule(ctx context.Context, capability string, verdict policy.Decision, ans approval.Decision) error {
+	pol, err := g.currentPolicy(ctx)
+	if err != nil {
+		return fmt.Errorf("read the policy: %w", err)
+	}
+	next := pol.Clone()
+	id := fmt.Sprintf("%s-%s", map[policy.Decision]string{policy.Allow: "always", policy.Deny: "never"}[verdict],
+		strings.TrimPrefix(capability, "mcp."))
+	id = strings.NewReplacer(".", "-", "*", "any").Replace(id)
+	next.Rules = append(removeRule(next.Rules, id), policy.Rule{ID: id, Capability: capability, Decision: verdict,
+		Note: fmt.Sprintf("answered %q by the %s approver at %s", ans.Scope, ans.Approver, ans.Decided.UTC().Format(time.RFC3339))})
+	if _, err := g.cfg.Policies.Save(context.WithoutCancel(ctx), next); err != nil {
+		return fmt.Errorf("save the approver's rule: %w", err)
+	}
+	return nil
+}
+
+func removeRule(rules []policy.Rule, id string) []policy.Rule {
+	out := rules[:0:0]
+	for _, r := range rules {
+		if r.ID != id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (g *Gate) currentPolicy(ctx context.Context) (*policy.Policy, error) {
+	g.mu.Lock()
+	have := g.policy
+	g.mu.Unlock()
+	p, err := g.cfg.Policies.Fresh(ctx, have)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	g.policy = p
+	g.mu.Unlock()
+	return p, nil
+}
+
+func (g *Gate) grant(capability string) (grant, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gr, ok := g.grants[capability]
+	if ok && !gr.until.IsZero() && time.Now().After(gr.until) {
+		delete(g.grants, capability)
+		return grant{}, false
+	}
+	return gr, ok
+}
+
+func (g *Gate) setGrant(capability string, gr grant) {
+	g.mu.Lock()
+	g.grants[capability] = gr
+	g.mu.Unlock()
+}
+
+// checkPin compares the tool's definition with its pin. A tool seen for the
+// first time is pinned as it is (and the pin logged); a changed one returns
+// the change for a person to review.
+func (g *Gate) checkPin(ctx context.Context, c *gateway.Call) (*approval.Change, string, error) {
+	if c.Definition == nil {
+		return nil, "", nil
+	}
+	canonical, hash, err := ToolHash(c.Definition.Raw)
+	if err != nil {
+		return nil, "", err
+	}
+	pin, err := g.pins.get(ctx, g.cfg.Server, c.Tool)
+	switch {
+	case errors.Is(err, errNoPin):
+		if err := g.pin(ctx, c.Tool, "", hash, canonical); err != nil {
+			return nil, "", err
+		}
+		return nil, hash, nil
+	case err != nil:
+		return nil, "", err
+	case pin.Hash == hash:
+		return nil, hash, nil
+	}
+	return &approval.Change{Old: pin.Definition, New: canonical}, hash, nil
+}
+
+func (g *Gate) acceptPin(ctx context.Context, c *gateway.Call) error {
+	canonical, hash, err := ToolHash(c.Definition.Raw)
+	if err != nil {
+		return err
+	}
+	old, err := g.pins.get(ctx, g.cfg.Server, c.Tool)
+	if err != nil && !errors.Is(err, errNoPin) {
+		return err
+	}
+	return g.pin(ctx, c.Tool, old.Hash, hash, canonical)
+}
+
+// pin records a definition as accepted, in the log first: a pin that is not
+// in the evidence does not count.
+func (g *Gate) pin(ctx context.Context, tool, oldHash, hash string, canonical []byte) error {
+	if _, err := g.cfg.Log.AppendEvent(context.WithoutCancel(ctx), entry.KindPin,
+		entry.PinEvent{Server: g.cfg.Server, Tool: tool, OldHash: oldHash, NewHash: hash}); err != nil {
+		return fmt.Errorf("log the pin of %s: %w", tool, err)
+	}
+	return g.pins.put(ctx, g.cfg.Server, tool, hash, canonical)
+}
+
+// Complete implements [gateway.Governor]: it writes the outcome of a call
+// that ran.
+func (g *Gate) Complete(ctx context.Context, c *gateway.Call, a *gateway.Authorization, o *gateway.Outcome) {
+	out := entry.Outcome{Receipt: a.Receipt, Status: o.Status, ErrorCode: o.ErrorCode,
+		DurationMS: float64(o.Duration.Microseconds()) / 1000}
+	for _, f := range o.Findings {
+		out.Redactions = append(out.Redactions, entry.Finding{Secret: f.Secret, Encoding: f.Encoding, Count: f.Count})
+	}
+	var result []byte
+	if len(o.Result) > 0 {
+		result = o.Result
+	}
+	if _, err := g.cfg.Log.AppendOutcome(ctx, out, result); err != nil {
+		g.log.Error("outcome not written", slog.String("receipt", a.Receipt), slog.Any("err", err))
+	}
+}
+
+// findRef returns the first vault:// reference among the string values of
+// args, or "".
+func findRef(args json.RawMessage) string {
+	if !strings.Contains(string(args), "vault://") {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(args, &v) != nil {
+		return ""
+	}
+	var walk func(any) string
+	walk = func(v any) string {
+		switch x := v.(type) {
+		case string:
+			if strings.HasPrefix(x, "vault://") {
+				return x
+			}
+		case []any:
+			for _, e := range x {
+				if r := walk(e); r != "" {
+					return r
+				}
+			}
+		case map[string]any:
+			for _, e := range x {
+				if r := walk(e); r != "" {
+					return r
+				}
+			}
+		}
+		return ""
+	}
+	return walk(v)
+}

@@ -1,0 +1,96 @@
+package gate
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gowebpki/jcs"
+)
+
+// A Pin is a tool definition as the user last accepted it.
+type Pin struct {
+	Server, Tool string
+	Hash         string          // sha256:<hex> of the pinned part of the definition
+	Definition   json.RawMessage // the pinned part, canonical JSON
+	AcceptedAt   time.Time
+}
+
+// pinned is the part of a tool's definition a pin covers: what tells the
+// model what the tool does and what it takes. A server that changes any of
+// it after the user accepted the tool gets its calls held for review.
+type pinned struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+}
+
+// ToolHash returns the canonical pinned part of a tool definition and its
+// hash.
+func ToolHash(definition json.RawMessage) (canonical []byte, hash string, err error) {
+	var p pinned
+	if err := json.Unmarshal(definition, &p); err != nil {
+		return nil, "", fmt.Errorf("tool definition: %w", err)
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return nil, "", err
+	}
+	canonical, err = jcs.Transform(raw)
+	if err != nil {
+		return nil, "", fmt.Errorf("tool definition: %w", err)
+	}
+	sum := sha256.Sum256(canonical)
+	return canonical, "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// pins keeps accepted tool definitions in the shared database.
+type pins struct{ db *sql.DB }
+
+var errNoPin = errors.New("no pin")
+
+func (p pins) get(ctx context.Context, server, tool string) (Pin, error) {
+	var pin Pin
+	var def []byte
+	var at string
+	err := p.db.QueryRowContext(ctx, `SELECT hash, definition, accepted_at FROM pins WHERE server = ? AND tool = ?`,
+		server, tool).Scan(&pin.Hash, &def, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Pin{}, errNoPin
+	}
+	if err != nil {
+		return Pin{}, fmt.Errorf("read pin of %s.%s: %w", server, tool, err)
+	}
+	pin.Server, pin.Tool, pin.Definition = server, tool, def
+	pin.AcceptedAt, _ = time.Parse(time.RFC3339Nano, at)
+	return pin, nil
+}
+
+func (p pins) put(ctx context.Context, server, tool, hash string, def []byte) error {
+	_, err := p.db.ExecContext(ctx, `INSERT INTO pins (server, tool, hash, definition, accepted_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (server, tool) DO UPDATE SET hash = excluded.hash, definition = excluded.definition, accepted_at = excluded.accepted_at`,
+		server, tool, hash, def, time.Now().UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return fmt.Errorf("pin %s.%s: %w", server, tool, err)
+	}
+	return nil
+}
+
+// migrations are the gate's schema steps. Append only.
+var migrations = []string{
+	// 1: accepted tool definitions.
+	`CREATE TABLE pins (
+		server      TEXT NOT NULL,
+		tool        TEXT NOT NULL,
+		hash        TEXT NOT NULL,
+		definition  BLOB NOT NULL,
+		accepted_at TEXT NOT NULL,
+		PRIMARY KEY (server, tool)
+	) STRICT`,
+}

@@ -1,0 +1,743 @@
+package receipts
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
+)
+
+// # Search
+//
+// [Log.Search] finds entries by words in their server, tool, decision and
+// client and in the text of their payloads (the arguments of a receipt, the
+// result of an outcome: already redacted by the gateway), with filters on
+// the same columns and on time, newest first, a page at a time.
+//
+// The full-text index is SQLite's FTS5 (compiled into modernc.org/sqlite),
+// built as migration step 2 ([searchMigration]); every append and every
+// erasure updates it in its own transaction, so the index never lags behind
+// the log, in this process or another.
+
+// searchMigration is step 2 of the log's schema: the full-text index and
+// the indexes the filters use.
+//
+// The design, and why:
+//
+//   - External content, read from a view (search_source) that computes each
+//     entry's indexed text from the entries and payloads tables: the text is
+//     not stored a second time (results can be large), and yet FTS5 can be
+//     told exactly what it indexed for a row, because the view recomputes it
+//     from the same bytes. Erasure needs that: with secure-delete on, FTS5
+//     removes a deleted row's terms from the index pages themselves, and
+//     SQLite's secure_delete pragma (in the store's DSN) zeroes the freed
+//     space; so an erased address or name is gone from the database file,
+//     not merely hidden. A contentless table with contentless_delete=1 would
+//     also not store the text, but it deletes by tombstone: measured, the
+//     erased terms stay in the file until FTS5 happens to merge those
+//     segments, which nothing bounds.
+//   - The view extracts the string and integer values of a JSON payload
+//     (json_tree, in document order), not its raw text: the raw form would
+//     index keys and escapes ("line1\nline2" would give the token "nline2",
+//     "é" written \u00e9 the token "u00e9"). A payload that is not JSON is
+//     indexed as text. The same view must give the same text for a row for
+//     as long as the row is indexed: never change it in place; a new
+//     extraction is a new migration that deletes and re-inserts every row.
+//     FTS5's own 'rebuild' and 'integrity-check' with rank=1 cannot read the
+//     view (FTS5 reads its content without table-valued functions such as
+//     json_tree); insert from the view instead, as this step does.
+//   - Tokenizer unicode61 with remove_diacritics 2 and no extra tokenchars:
+//     words are runs of letters and digits, folded for case and accents. An
+//     email, a path or a tool name is several words ("alice", "example",
+//     "com"), so that a search for "example.com", "notes.txt" or "file"
+//     finds "alice@example.com", "/home/me/notes.txt" and "read_file".
+//     tokenchars "@._-/" would make each of those one token and the parts
+//     unsearchable. Exactness comes from the query side instead: a query
+//     word with punctuation inside ("alice@example.com") is searched as the
+//     phrase of its words, and each candidate is checked to contain it as
+//     typed, at word boundaries ([Query]). The trigram tokenizer gives
+//     substring matches with no such check, but measured on the benchmark's
+//     payloads (docs/performance.md) its index was 5x larger (nearly as
+//     large as the entries and payloads themselves, against a fifth of
+//     them), indexing took 10x as long per entry and queries 2-6x as long;
+//     and it finds "alice@example.com" inside "malice@example.com", another
+//     person: the wrong answer for an erasure.
+//   - detail=full (the default): phrases need token positions.
+//   - No ranking: results come in log order, newest first, by rowid (the
+//     entry's index), which FTS5 walks backwards without sorting. bm25 over a
+//     common term at a million rows takes seconds.
+//   - An outcome's row carries its receipt's server, tool, decision and
+//     client (copied when it is appended), and a pin event's row its server
+//     and tool, so that filters and words find the whole call, and history
+//     shows who made it.
+//   - A time range becomes a range of indexes, through the time index:
+//     appends are serialized, so entries' times follow their order, unless
+//     the wall clock stepped back between two appends. The append hook
+//     watches for that and records it in search_meta (unordered_times);
+//     from then on time filters scan instead, exact but slower.
+//   - One b-tree index per filter column. An index on a column of few values
+//     (decision, kind) still pays off for the rare values (DENY); each costs
+//     an append a few microseconds next to its fsync.
+const searchMigration = `
+	CREATE INDEX entries_server ON entries (server);
+	CREATE INDEX entries_decision ON entries (decision);
+	CREATE INDEX entries_status ON entries (status);
+	CREATE INDEX entries_kind ON entries (kind);
+	UPDATE entries SET server = r.server, tool = r.tool, decision = r.decision, client = r.client
+		FROM entries AS r WHERE entries.kind = 'outcome' AND r.kind = 'receipt' AND r.id = entries.receipt_id;
+	UPDATE entries SET
+		server = coalesce(json_extract(CAST(data AS TEXT), '$.body.server'), ''),
+		tool = coalesce(json_extract(CAST(data AS TEXT), '$.body.tool'), '')
+		WHERE kind = 'pin';
+	CREATE TABLE search_meta (
+		key   TEXT    NOT NULL PRIMARY KEY,
+		value INTEGER NOT NULL
+	) STRICT;
+	INSERT INTO search_meta (key, value) SELECT 'unordered_times', 1 WHERE EXISTS (
+		SELECT 1 FROM (SELECT time_ns < lag(time_ns) OVER (ORDER BY idx) AS back FROM entries) WHERE back);
+	CREATE VIEW search_source (idx, server, tool, decision, client, text) AS
+		SELECT e.idx, e.server, e.tool, e.decision, e.client, coalesce((
+			SELECT group_concat(x.value, char(10) ORDER BY x.part, x.id) FROM (
+				SELECT p.part, j.id, j.value FROM payloads AS p,
+					json_tree(iif(json_valid(CAST(p.data AS TEXT)), CAST(p.data AS TEXT), 'null')) AS j
+				WHERE p.entry_idx = e.idx AND p.data IS NOT NULL AND j.type IN ('text', 'integer')
+				UNION ALL
+				SELECT p.part, 0, CAST(p.data AS TEXT) FROM payloads AS p
+				WHERE p.entry_idx = e.idx AND p.data IS NOT NULL AND NOT json_valid(CAST(p.data AS TEXT))
+			) AS x), '')
+		FROM entries AS e;
+	CREATE VIRTUAL TABLE search_fts USING fts5 (server, tool, decision, client, text,
+		content = 'search_source', content_rowid = 'idx', tokenize = 'unicode61 remove_diacritics 2');
+	INSERT INTO search_fts (search_fts, rank) VALUES ('secure-delete', 1);
+	INSERT INTO search_fts (rowid, server, tool, decision, client, text)
+		SELECT idx, server, tool, decision, client, text FROM search_source`
+
+// indexEntryTx adds a new entry to the search index, inside the
+// transaction that appends it (a hook in appendTx). An outcome takes its
+// receipt's columns, a pin event its server and tool, first.
+func indexEntryTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c columns) error {
+	switch e.Kind {
+	case entry.KindOutcome:
+		if _, err := tx.ExecContext(ctx, `UPDATE entries SET server = r.server, tool = r.tool, decision = r.decision, client = r.client
+			FROM entries AS r WHERE entries.idx = ? AND r.id = ? AND r.kind = 'receipt'`, e.Index, c.receipt); err != nil {
+			return fmt.Errorf("index entry %d: %w", e.Index, err)
+		}
+	case entry.KindPin:
+		var p entry.PinEvent
+		if err := json.Unmarshal(e.Body, &p); err == nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE entries SET server = ?, tool = ? WHERE idx = ?`, p.Server, p.Tool, e.Index); err != nil {
+				return fmt.Errorf("index entry %d: %w", e.Index, err)
+			}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
+		SELECT idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, e.Index); err != nil {
+		return fmt.Errorf("index entry %d: %w", e.Index, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO search_meta (key, value)
+		SELECT 'unordered_times', 1 FROM entries AS c, entries AS p
+		WHERE c.idx = ? AND p.idx = c.idx - 1 AND p.time_ns > c.time_ns`, e.Index); err != nil {
+		return fmt.Errorf("index entry %d: %w", e.Index, err)
+	}
+	return nil
+}
+
+// unindexTx takes entries out of the search index; reindexTx puts them back
+// as they are now. Erase calls the first before it deletes payloads (FTS5
+// must be told what the row held to remove its terms) and the second after.
+func unindexTx(ctx context.Context, tx *sql.Tx, idxs []int64) error {
+	for _, idx := range dedup(idxs) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO search_fts (search_fts, rowid, server, tool, decision, client, text)
+			SELECT 'delete', idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, idx); err != nil {
+			return fmt.Errorf("unindex entry %d: %w", idx, err)
+		}
+	}
+	return nil
+}
+
+func reindexTx(ctx context.Context, tx *sql.Tx, idxs []int64) error {
+	for _, idx := range dedup(idxs) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
+			SELECT idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, idx); err != nil {
+			return fmt.Errorf("index entry %d: %w", idx, err)
+		}
+	}
+	return nil
+}
+
+func dedup(idxs []int64) []int64 {
+	seen := make(map[int64]bool, len(idxs))
+	out := idxs[:0:0]
+	for _, i := range idxs {
+		if !seen[i] {
+			seen[i] = true
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Page sizes of [Log.Search].
+const (
+	DefaultLimit = 50
+	MaxLimit     = 1000
+)
+
+// ErrQuery wraps the errors of a query that cannot run (an unknown kind, a
+// negative limit). Words never cause one: any text is a valid query.
+var ErrQuery = errors.New("invalid query")
+
+// A Query selects entries of the log. The zero Query selects them all.
+//
+// Text is words to find, each of which must appear in an entry's server,
+// tool, decision, client or payload text (case and accents aside). Words
+// are letters and digits; other characters separate them, except that:
+//
+//   - a word with punctuation inside, such as alice@example.com,
+//     /home/me/notes.txt or read_file, must appear exactly so (case aside),
+//     starting and ending at word boundaries: alice@example.com does not
+//     find malice@example.com or alice.example.com;
+//   - "double quotes" make a phrase: its words must appear in that order,
+//     next to each other;
+//   - a star at the end of a word or phrase (invoice*) matches any word
+//     that starts so.
+//
+// Nothing else is an operator: AND, OR, NOT, NEAR, parentheses, colons and
+// other stars are searched for as text or ignored. A Text with no letters
+// or digits matches nothing.
+type Query struct {
+	Text     string
+	From, To time.Time // entries at or after From and before To; zero means unbounded
+	Server   string    // exact
+	Decision string    // ALLOW, DENY, APPROVAL_REQUIRED (any case)
+	Status   string    // SUCCEEDED, FAILED, UNKNOWN (any case): an outcome's, or a receipt's outcome's
+	Kind     string    // receipt, outcome, key, policy, pin, erasure
+	Before   int64     // cursor: only entries with a smaller index; 0 starts at the newest
+	Limit    int       // page size; 0 means DefaultLimit, more than MaxLimit means MaxLimit
+
+	erasable bool // only entries with a payload not yet erased
+}
+
+// IsZero reports whether q selects every entry (paging aside).
+func (q Query) IsZero() bool {
+	return strings.TrimSpace(q.Text) == "" && q.From.IsZero() && q.To.IsZero() &&
+		q.Server == "" && q.Decision == "" && q.Status == "" && q.Kind == ""
+}
+
+// A Hit is one entry found, as its columns describe it.
+type Hit struct {
+	Index    int64
+	ID       string
+	Kind     entry.Kind
+	Time     time.Time
+	Server   string
+	Tool     string
+	Decision string // a receipt's; an outcome shows its receipt's
+	Status   string // an outcome's; a receipt shows its outcome's, once written
+	Client   string
+	Receipt  string // outcomes: the id of their receipt
+}
+
+// Capability is the hit's capability name (mcp.<server>.<tool>), or "" for
+// an entry that names none.
+func (h Hit) Capability() string {
+	if h.Server == "" || h.Tool == "" {
+		return ""
+	}
+	return entry.Capability(h.Server, h.Tool)
+}
+
+// A Page is one page of hits, newest first. Next, when not 0, is the
+// Before of the next page.
+type Page struct {
+	Hits []Hit
+	Next int64
+}
+
+// Search returns the entries that match q, newest first, at most q.Limit
+// of them. Paging is by entry index (keyset): a page continues from
+// q.Before, so entries appended while someone pages through never shift
+// or repeat what they see.
+func (l *Log) Search(ctx context.Context, q Query) (Page, error) {
+	p, err := l.search(ctx, q)
+	if err != nil {
+		return Page{}, fmt.Errorf("search: %w", err)
+	}
+	return p, nil
+}
+
+// Erasable returns how many payloads [Log.EraseMatching] would erase now.
+func (l *Log) Erasable(ctx context.Context, q Query) (int, error) {
+	ids, err := l.erasable(ctx, q)
+	return len(ids), err
+}
+
+// EraseMatching erases the payloads of every entry that matches q (its
+// Before and Limit aside), as [Log.Erase] does, and returns the erasure
+// entry and how many payloads it erased: nil and 0 when none was left. A
+// query that selects everything is refused: erase by ids, or give a time
+// range. Entries appended while it runs may be left out.
+func (l *Log) EraseMatching(ctx context.Context, q Query, reason string) (*entry.Entry, int, error) {
+	if q.IsZero() {
+		return nil, 0, fmt.Errorf("erase matching: %w: the query selects every entry", ErrQuery)
+	}
+	ids, err := l.erasable(ctx, q)
+	if err != nil || len(ids) == 0 {
+		return nil, 0, err
+	}
+	e, err := l.Erase(ctx, ids, reason)
+	if err != nil || e == nil {
+		return nil, 0, err
+	}
+	var body entry.ErasureEvent
+	if err := json.Unmarshal(e.Body, &body); err != nil {
+		return e, 0, fmt.Errorf("erase matching: %w", err)
+	}
+	return e, len(body.Erased), nil
+}
+
+// erasable returns the ids of the entries that match q and hold a payload
+// not yet erased (an entry has one payload at most).
+func (l *Log) erasable(ctx context.Context, q Query) ([]string, error) {
+	q.erasable, q.Before, q.Limit = true, 0, MaxLimit
+	var ids []string
+	for {
+		p, err := l.search(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("erase matching: %w", err)
+		}
+		for _, h := range p.Hits {
+			ids = append(ids, h.ID)
+		}
+		if p.Next == 0 {
+			return ids, nil
+		}
+		q.Before = p.Next
+	}
+}
+
+// OutcomeOf returns the outcome of the receipt with the given id, or
+// ErrNotFound while it has none.
+func (l *Log) OutcomeOf(ctx context.Context, receiptID string) (Stored, error) {
+	var idx int64
+	err := l.db.QueryRowContext(ctx, `SELECT idx FROM entries WHERE receipt_id = ? AND kind = 'outcome' ORDER BY idx LIMIT 1`, receiptID).Scan(&idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Stored{}, fmt.Errorf("outcome of %s: %w", receiptID, ErrNotFound)
+	}
+	if err != nil {
+		return Stored{}, err
+	}
+	for s, err := range l.Entries(ctx, idx, idx+1) {
+		return s, err
+	}
+	return Stored{}, fmt.Errorf("outcome of %s: %w", receiptID, ErrNotFound)
+}
+
+const hitColumns = `e.idx, e.id, e.kind, e.time_ns, e.server, e.tool, e.decision, e.status, e.client, e.receipt_id`
+
+func (l *Log) search(ctx context.Context, q Query) (Page, error) {
+	limit := q.Limit
+	switch {
+	case limit < 0:
+		return Page{}, fmt.Errorf("%w: negative limit %d", ErrQuery, limit)
+	case limit == 0:
+		limit = DefaultLimit
+	case limit > MaxLimit:
+		limit = MaxLimit
+	}
+	var where []string
+	var args []any
+	filter := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
+	}
+	if q.Kind != "" && !entry.Kind(q.Kind).Known() {
+		return Page{}, fmt.Errorf("%w: unknown kind %q", ErrQuery, q.Kind)
+	}
+	// Equality filters. SQLite, which keeps no statistics here, cannot tell
+	// a rare value (DENY) from a common one (ALLOW) and may walk an index
+	// over half the log; the filter most likely to be rare gets its index,
+	// the others are checked row by row (unary + hides an index), and none
+	// gets one when all are common: walking the log newest first then
+	// finds a page soonest.
+	eqs := []struct{ col, val string }{
+		{"kind", q.Kind}, {"status", strings.ToUpper(q.Status)},
+		{"decision", strings.ToUpper(q.Decision)}, {"server", q.Server},
+	}
+	best := -1
+	for i, f := range eqs {
+		if r := rarity(f.col, f.val); r > 0 && (best < 0 || r > rarity(eqs[best].col, eqs[best].val)) {
+			best = i
+		}
+	}
+	for i, f := range eqs {
+		if f.val == "" {
+			continue
+		}
+		if i == best {
+			filter("e."+f.col+" = ?", f.val)
+		} else {
+			filter("+e."+f.col+" = ?", f.val)
+		}
+	}
+	lo, hi, err := l.timeBounds(ctx, q.From, q.To)
+	if err != nil {
+		return Page{}, err
+	}
+	if lo > hi {
+		return Page{}, nil // nothing in the time range
+	}
+	if lo > 0 {
+		filter("e.idx >= ?", lo)
+	}
+	// With bounds from the time index, the time conditions only make sure
+	// (+ keeps SQLite from choosing that index over the rowid range).
+	if !q.From.IsZero() {
+		filter("+e.time_ns >= ?", q.From.UnixNano())
+	}
+	if !q.To.IsZero() {
+		filter("+e.time_ns < ?", q.To.UnixNano())
+	}
+	if q.erasable {
+		where = append(where, "EXISTS (SELECT 1 FROM payloads AS p WHERE p.entry_idx = e.idx AND p.erased_by IS NULL)")
+	}
+
+	var stmt string
+	terms := parseQuery(q.Text)
+	switch {
+	case strings.TrimSpace(q.Text) != "" && len(terms) == 0:
+		return Page{}, nil // nothing in it can match a word
+	case len(terms) > 0:
+		// The FTS table drives (CROSS JOIN fixes the order): it yields
+		// rowids newest first, and each is looked up in entries.
+		stmt = `SELECT ` + hitColumns + ` FROM search_fts AS f CROSS JOIN entries AS e
+			WHERE search_fts MATCH ? AND f.rowid < ? AND f.rowid >= ? AND e.idx = f.rowid`
+		args = append([]any{matchExpr(terms), nil, lo}, args...)
+		for _, w := range where {
+			stmt += " AND " + w
+		}
+		stmt += ` ORDER BY f.rowid DESC LIMIT ?`
+	default:
+		stmt = `SELECT ` + hitColumns + ` FROM entries AS e WHERE e.idx < ?`
+		args = append([]any{nil}, args...)
+		for _, w := range where {
+			stmt += " AND " + w
+		}
+		stmt += ` ORDER BY e.idx DESC LIMIT ?`
+	}
+	var exact []literal
+	for _, t := range terms {
+		exact = append(exact, t.exact...)
+	}
+	cursorArg := 0
+	if len(terms) > 0 {
+		cursorArg = 1
+	}
+
+	// One row more than the page tells whether there is a next page. When
+	// candidates must be checked for exact text, fetch in larger batches,
+	// and go on until the page is full or the candidates run out.
+	batch := limit + 1
+	if len(exact) > 0 {
+		batch = max(batch, 64)
+	}
+	before := q.Before
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	if hi < math.MaxInt64 {
+		before = min(before, hi+1)
+	}
+	var page Page
+	for {
+		args[cursorArg] = before
+		cands, err := l.queryHits(ctx, stmt, append(args, batch)...)
+		if err != nil {
+			return Page{}, err
+		}
+		fetched := len(cands)
+		if fetched > 0 {
+			before = cands[fetched-1].Index
+		}
+		if len(exact) > 0 {
+			if cands, err = l.checkExact(ctx, cands, exact); err != nil {
+				return Page{}, err
+			}
+		}
+		page.Hits = append(page.Hits, cands...)
+		if len(page.Hits) > limit {
+			page.Hits = page.Hits[:limit]
+			page.Next = page.Hits[limit-1].Index
+			return page, nil
+		}
+		if fetched < batch {
+			return page, nil // no candidates left
+		}
+	}
+}
+
+// rarity says how selective a filter's value usually is, from what a log
+// holds: about half its entries are receipts and half outcomes, most calls
+// are allowed and succeed, and a server takes a share of the calls. 0 means
+// common: not worth an index walk.
+func rarity(col, val string) int {
+	switch {
+	case val == "":
+		return 0
+	case col == "kind":
+		if val == string(entry.KindReceipt) || val == string(entry.KindOutcome) {
+			return 0
+		}
+		return 4
+	case col == "status" && val != entry.Succeeded, col == "decision" && val != entry.Allow:
+		return 3
+	case col == "server":
+		return 2
+	}
+	return 0
+}
+
+// timeBounds returns the range of indexes [lo, hi] that holds the entries
+// with from <= time < to: through the time index while the entries' times
+// follow their order, else the whole log (the time conditions then filter
+// row by row). Zero times are unbounded; lo > hi means no entry is in range.
+func (l *Log) timeBounds(ctx context.Context, from, to time.Time) (lo, hi int64, err error) {
+	lo, hi = 0, math.MaxInt64
+	if from.IsZero() && to.IsZero() {
+		return lo, hi, nil
+	}
+	var unordered int
+	err = l.db.QueryRowContext(ctx, `SELECT count(*) FROM search_meta WHERE key = 'unordered_times'`).Scan(&unordered)
+	if err != nil || unordered > 0 {
+		return lo, hi, err
+	}
+	if !from.IsZero() {
+		err = l.db.QueryRowContext(ctx, `SELECT idx FROM entries WHERE time_ns >= ? ORDER BY time_ns, idx LIMIT 1`, from.UnixNano()).Scan(&lo)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 1, 0, nil
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	if !to.IsZero() {
+		err = l.db.QueryRowContext(ctx, `SELECT idx FROM entries WHERE time_ns < ? ORDER BY time_ns DESC, idx DESC LIMIT 1`, to.UnixNano()).Scan(&hi)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 1, 0, nil
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	return lo, hi, nil
+}
+
+func (l *Log) queryHits(ctx context.Context, stmt string, args ...any) ([]Hit, error) {
+	rows, err := l.db.QueryContext(ctx, stmt, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var hits []Hit
+	for rows.Next() {
+		var h Hit
+		var kind string
+		var ns int64
+		if err := rows.Scan(&h.Index, &h.ID, &kind, &ns, &h.Server, &h.Tool, &h.Decision, &h.Status, &h.Client, &h.Receipt); err != nil {
+			return nil, err
+		}
+		h.Kind = entry.Kind(kind)
+		h.Time = time.Unix(0, ns).UTC()
+		hits = append(hits, h)
+	}
+	return hits, rows.Err()
+}
+
+// checkExact keeps the candidates whose text contains every literal.
+func (l *Log) checkExact(ctx context.Context, cands []Hit, exact []literal) ([]Hit, error) {
+	if len(cands) == 0 {
+		return cands, nil
+	}
+	idxs := make([]int64, len(cands))
+	for i, h := range cands {
+		idxs[i] = h.Index
+	}
+	list, _ := json.Marshal(idxs)
+	rows, err := l.db.QueryContext(ctx, `SELECT idx, server || char(10) || tool || char(10) || decision || char(10) || client || char(10) || text
+		FROM search_source WHERE idx IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ok := make(map[int64]bool, len(cands))
+	for rows.Next() {
+		var idx int64
+		var text string
+		if err := rows.Scan(&idx, &text); err != nil {
+			return nil, err
+		}
+		text = strings.ToLower(text)
+		ok[idx] = true
+		for _, lit := range exact {
+			if !lit.in(text) {
+				ok[idx] = false
+				break
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := cands[:0]
+	for _, h := range cands {
+		if ok[h.Index] {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// # Query text
+//
+// User text never reaches FTS5's query syntax: each word or phrase becomes
+// an FTS5 string ("..." with quotes doubled, which FTS5 splits into words
+// with the table's tokenizer), optionally followed by the prefix operator,
+// and the strings are joined with AND. Nothing the user types can be an
+// operator, a column filter or a syntax error.
+
+// A term is one word or quoted phrase of a query.
+type term struct {
+	words  string    // its words, separated by spaces, as typed
+	prefix bool      // a final star
+	exact  []literal // words with punctuation inside, to find as typed
+}
+
+// A literal is a word with punctuation inside, which candidates must
+// contain as typed (lowercased), at word boundaries.
+type literal struct {
+	text   string // lowercase
+	prefix bool   // the last word of a prefix term: no boundary after it
+}
+
+// in reports whether text (lowercase) contains lit starting and ending at
+// word boundaries. The literal begins and ends with a word character.
+func (lit literal) in(text string) bool {
+	for off := 0; off <= len(text); {
+		i := strings.Index(text[off:], lit.text)
+		if i < 0 {
+			return false
+		}
+		i += off
+		end := i + len(lit.text)
+		r0, _ := utf8.DecodeLastRuneInString(text[:i])
+		r1, _ := utf8.DecodeRuneInString(text[end:])
+		if (i == 0 || !isWordRune(r0)) && (lit.prefix || end == len(text) || !isWordRune(r1)) {
+			return true
+		}
+		_, size := utf8.DecodeRuneInString(text[i:])
+		off = i + size
+	}
+	return false
+}
+
+// isWordRune reports whether FTS5's unicode61 tokenizer, with its default
+// categories (L*, N*, Co), keeps r in a word rather than splitting there.
+func isWordRune(r rune) bool {
+	return unicode.In(r, unicode.L, unicode.N, unicode.Co)
+}
+
+func isSpace(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
+
+// parseQuery splits text into terms. Terms with no word characters are
+// dropped: they could never match.
+func parseQuery(text string) []term {
+	s := strings.ToValidUTF8(text, " ")
+	var terms []term
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case isSpace(r):
+			i += size
+		case r == '"':
+			body := s[i+1:]
+			if j := strings.IndexByte(body, '"'); j >= 0 {
+				body = body[:j]
+				i += j + 2
+			} else {
+				i = len(s)
+			}
+			if t, ok := newTerm(body); ok {
+				terms = append(terms, t)
+			}
+		default:
+			j := i
+			for j < len(s) {
+				r, size := utf8.DecodeRuneInString(s[j:])
+				if isSpace(r) || r == '"' {
+					break
+				}
+				j += size
+			}
+			if t, ok := newTerm(s[i:j]); ok {
+				terms = append(terms, t)
+			}
+			i = j
+		}
+	}
+	return terms
+}
+
+func newTerm(body string) (term, bool) {
+	body = strings.TrimRightFunc(body, isSpace)
+	var t term
+	if strings.HasSuffix(body, "*") {
+		t.prefix = true
+		body = strings.TrimRight(body, "*")
+	}
+	var words []string
+	for _, w := range strings.FieldsFunc(body, isSpace) {
+		w = strings.TrimFunc(w, func(r rune) bool { return !isWordRune(r) })
+		if w == "" {
+			continue
+		}
+		words = append(words, w)
+		if strings.IndexFunc(w, func(r rune) bool { return !isWordRune(r) }) >= 0 {
+			t.exact = append(t.exact, literal{text: strings.ToLower(w)})
+		}
+	}
+	if len(words) == 0 {
+		return term{}, false
+	}
+	// The star belongs to the last word; it is no boundary for its literal.
+	if n := len(t.exact); t.prefix && n > 0 && t.exact[n-1].text == strings.ToLower(words[len(words)-1]) {
+		t.exact[n-1].prefix = true
+	}
+	t.words = strings.Join(words, " ")
+	return t, true
+}
+
+// fts is the term as an FTS5 query: a string, and the prefix operator.
+func (t term) fts() string {
+	s := `"` + strings.ReplaceAll(t.words, `"`, `""`) + `"`
+	if t.prefix {
+		s += " *"
+	}
+	return s
+}
+
+// matchExpr is the FTS5 query of terms: all of them.
+func matchExpr(terms []term) string {
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		parts[i] = t.fts()
+	}
+	return strings.Join(parts, " AND ")
+}

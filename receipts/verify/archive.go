@@ -1,0 +1,170 @@
+package verify
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrNotBundle is returned by [Open] and [ReadArchive] for something that is
+// not a bundle's folder or archive.
+var ErrNotBundle = errors.New("not an evidence bundle")
+
+// Open returns the files of the bundle at name: a folder, or a gzipped tar
+// archive of one (which is read into memory).
+func Open(name string) (fs.FS, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle: %w", err)
+	}
+	if fi.IsDir() {
+		return os.DirFS(name), nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle: %w", err)
+	}
+	defer f.Close()
+	fsys, err := ReadArchive(f)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle %s: %w", name, err)
+	}
+	return fsys, nil
+}
+
+// maxArchive bounds what ReadArchive holds in memory.
+const maxArchive = 8 << 30
+
+// ReadArchive reads a gzipped tar archive of a bundle. The files may sit at
+// the top of the archive or in one folder; only regular files and folders
+// are allowed.
+func ReadArchive(r io.Reader) (fs.FS, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: not gzip: %v", ErrNotBundle, err)
+	}
+	tr := tar.NewReader(zr)
+	files := memFS{}
+	prefix := "\x00" // the folder every file is in; unset
+	var total int64
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: tar: %v", ErrNotBundle, err)
+		}
+		name := h.Name
+		if !fs.ValidPath(strings.TrimSuffix(name, "/")) || strings.Contains(name, `\`) {
+			return nil, fmt.Errorf("%w: bad path %q in the archive", ErrNotBundle, name)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			continue
+		case tar.TypeReg:
+		default:
+			return nil, fmt.Errorf("%w: %q is not a regular file", ErrNotBundle, name)
+		}
+		dir, base := path.Split(name)
+		if strings.Count(dir, "/") > 1 {
+			return nil, fmt.Errorf("%w: %q is nested more than one folder deep", ErrNotBundle, name)
+		}
+		if prefix == "\x00" {
+			prefix = dir
+		} else if dir != prefix {
+			return nil, fmt.Errorf("%w: files in more than one folder (%q, %q)", ErrNotBundle, prefix, dir)
+		}
+		if _, dup := files[base]; dup {
+			return nil, fmt.Errorf("%w: %q is in the archive twice", ErrNotBundle, name)
+		}
+		if h.Size < 0 || total+h.Size > maxArchive {
+			return nil, fmt.Errorf("%w: larger than %d bytes", ErrNotBundle, int64(maxArchive))
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, h.Size))
+		if err != nil {
+			return nil, fmt.Errorf("%w: read %s: %v", ErrNotBundle, name, err)
+		}
+		total += int64(len(data))
+		files[base] = data
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: the archive is empty", ErrNotBundle)
+	}
+	return files, nil
+}
+
+// memFS is a flat, read-only file system in memory.
+type memFS map[string][]byte
+
+var (
+	_ fs.FS        = memFS(nil)
+	_ fs.ReadDirFS = memFS(nil)
+)
+
+func (m memFS) Open(name string) (fs.File, error) {
+	if name == "." {
+		return &memDir{m: m}, nil
+	}
+	data, ok := m[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return &memFile{info: memInfo{name: name, size: int64(len(data))}, r: bytes.NewReader(data)}, nil
+}
+
+func (m memFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if name != "." {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrNotExist}
+	}
+	var out []fs.DirEntry
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, fs.FileInfoToDirEntry(memInfo{name: n, size: int64(len(m[n]))}))
+	}
+	return out, nil
+}
+
+type memFile struct {
+	info memInfo
+	r    *bytes.Reader
+}
+
+func (f *memFile) Stat() (fs.FileInfo, error) { return f.info, nil }
+func (f *memFile) Read(p []byte) (int, error) { return f.r.Read(p) }
+func (f *memFile) Close() error               { return nil }
+
+type memDir struct{ m memFS }
+
+func (d *memDir) Stat() (fs.FileInfo, error) { return memInfo{name: ".", dir: true}, nil }
+func (d *memDir) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: ".", Err: fs.ErrInvalid}
+}
+func (d *memDir) Close() error { return nil }
+
+type memInfo struct {
+	name string
+	size int64
+	dir  bool
+}
+
+func (i memInfo) Name() string { return i.name }
+func (i memInfo) Size() int64  { return i.size }
+func (i memInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o555
+	}
+	return 0o444
+}
+func (i memInfo) ModTime() time.Time { return time.Time{} }
+func (i memInfo) IsDir() bool        { return i.dir }
+func (i memInfo) Sys() any           { return nil }

@@ -1,0 +1,1445 @@
+// Package verify checks a Gatehouse evidence bundle offline: the folder (or
+// .tar.gz archive) that `gatehouse export` writes, with nothing but the
+// bundle itself and, optionally, a key or an earlier checkpoint the auditor
+// already trusts. It reads no database and makes no network call; it
+// imports only the standard library, the wire format ([entry]),
+// golang.org/x/mod/sumdb/tlog and note, and an RFC 8785 canonicalizer. The
+// format is specified in docs/evidence.md, so that an auditor can also write
+// a verifier of their own.
+//
+// # Use
+//
+//	fsys, err := verify.Open("evidence-2025-06")
+//	...
+//	report, err := verify.Bundle(ctx, fsys, &verify.Options{PinKeyID: "3f9a0c1d2e4b5a69"})
+//	report.WriteText(os.Stdout)
+//	if !report.OK() { ... }
+//
+// # What is checked
+//
+// Each check is a row of the [Report], with the entries it failed on named
+// by index and id:
+//
+//   - manifest: signed by a key of the log; every file matches the SHA-256
+//     the manifest gives it; the entries are the ones it lists.
+//   - canonical form: every line of entries.jsonl is an entry in RFC 8785
+//     canonical form, of a known kind, with a body of that kind.
+//   - log order: one log, indexes ascending, no duplicates, none missing.
+//   - key chain: the log's first entry announces its first key, signed by
+//     that key; every later key is a rotation signed by a key announced
+//     before it; keys.jwks.json holds exactly those keys; the first key is
+//     the pinned one, when [Options] pin one.
+//   - key resolution: every entry is signed by a key announced at or before it.
+//   - signatures: every entry's Ed25519 signature.
+//   - inclusion: every entry is a leaf of the checkpoint's tree (an audit
+//     path each, or, for a bundle of the whole log, the tree rebuilt).
+//   - prior trees: every entry's prev, the tree hash it signed, is the tree
+//     of the entries before it.
+//   - checkpoint: the note signature, by a key of the log.
+//   - consistency: the checkpoint's tree extends an earlier checkpoint's
+//     (the bundle's own consistency.json, and [Options.Since]).
+//   - receipts and outcomes: every outcome follows the receipt that allowed
+//     its call; no denied call has an outcome; no call has two.
+//   - payloads: every argument and result matches its salted commitment;
+//     a tombstone passes only where an erasure entry covers it.
+//   - erasures: every erasure entry names commitments its entries made, and
+//     what it erased is gone; erasures are listed as such.
+//
+// # What it cannot tell
+//
+// A bundle of part of the log proves that each entry in it is in the log; it
+// cannot prove that no other entry matches the filters it was exported
+// with. Whoever holds the signing key can write a new, self-consistent log:
+// pin the first key ([Options.PinKeys], [Options.PinKeyID]) and keep the
+// checkpoint of each export to check the next against ([Options.Since]).
+package verify
+
+import (
+	"cmp"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
+)
+
+// Options configure [Bundle]. Nil options mean none.
+type Options struct {
+	// PinKeys are public keys the auditor trusts as the log's first key: the
+	// bundle's first key entry must announce one of them. A log truncated
+	// and re-signed from the start with a fresh key fails this.
+	PinKeys []ed25519.PublicKey
+	// PinKeyID pins the first key by its key id ([entry.KeyID]) instead.
+	PinKeyID string
+	// Since is the checkpoint file of an earlier export: the bundle's log
+	// must extend it. A log truncated or rewritten since fails this.
+	Since []byte
+}
+
+// Bundle verifies the bundle in fsys and reports each check. It returns an
+// error only when ctx ends first; every problem with the bundle is in the
+// report.
+func Bundle(ctx context.Context, fsys fs.FS, opts *Options) (*Report, error) {
+	v := newVerifier(fsys, opts)
+	v.listFiles()
+	v.readManifest()
+	v.readKeys()
+	v.readCheckpoint()
+	v.readEarlier()
+	if err := v.readEntries(ctx); err != nil {
+		return nil, err
+	}
+	v.finishKeys()
+	v.finishCheckpoint()
+	v.finishTree()
+	v.finishConsistency()
+	v.finishLinkage()
+	v.finishErasures()
+	v.finishManifest()
+	v.finishReport()
+	return v.report, nil
+}
+
+// A verifier is one run of Bundle.
+type verifier struct {
+	fsys   fs.FS
+	opts   Options
+	report *Report
+	c      map[string]*Check
+
+	present map[string]bool   // files in the bundle
+	digests map[string]string // FileDigest of every file read
+
+	manifest *Manifest
+	listed   indexRuns // the manifest's indexes
+	listedOK bool      // they parsed
+	complete bool      // the bundle claims the whole log
+	payloads bool      // the bundle holds payloads
+
+	jwks map[string]ed25519.PublicKey // keys.jwks.json, by kid
+
+	cpRaw []byte
+	cp    *entry.Checkpoint // as the checkpoint file says, before its signature is checked
+
+	earlier     []*earlier   // checkpoints to check consistency with
+	consistency *Consistency // the bundle's consistency.json
+	consProof   tlog.TreeProof
+
+	// The log as the entries tell it.
+	count      int64
+	logID      string
+	last       int64 // index of the last entry read; -1 before the first
+	ids        map[string]int64
+	keys       map[string]*keyInfo
+	keyOrder   []string
+	calls      map[string]*call
+	erasures   []erasureItem
+	tombstones []tombstone
+	seen       []int64 // indexes, as read
+
+	// A complete bundle's tree, rebuilt.
+	tree         frontier
+	treeBroken   bool                 // the entries stopped being 0, 1, 2, ...: the rebuilt tree is not the log's
+	treeAt       map[int64]*tlog.Hash // tree hashes at the sizes of earlier checkpoints, once reached
+	prevDiverged int64                // entries whose prev differs from the rebuilt tree, from the first on
+
+	// Counts for the report's details.
+	n struct {
+		canonical, resolved, signed, included, prevs        int64
+		outcomes, receipts, allowedWithout, payloadsOK      int64
+		erased, payloadLines, erasureEntries, erasedOutside int64
+	}
+}
+
+type earlier struct {
+	source string // "--since-checkpoint" or "consistency.json"
+	raw    []byte
+	cp     entry.Checkpoint
+}
+
+type keyInfo struct {
+	pub      ed25519.PublicKey
+	index    int64  // of the entry that announced it
+	entry    string // its id
+	action   string
+	previous string
+}
+
+// A call is a receipt or an outcome, as the later checks need it.
+type call struct {
+	index    int64
+	kind     entry.Kind
+	decision string            // receipts
+	outcomes int               // receipts: outcomes seen for it
+	commit   map[string]string // part -> commitment the entry signed
+	payload  map[string]string // part -> "data" or "erased", as payloads.jsonl gave it
+}
+
+type erasureItem struct {
+	index  int64 // of the erasure entry
+	id     string
+	time   string
+	reason string
+	item   entry.Erased
+}
+
+type tombstone struct {
+	index    int64
+	entry    string
+	part     string
+	erasedBy string
+	line     int
+}
+
+func newVerifier(fsys fs.FS, opts *Options) *verifier {
+	v := &verifier{
+		fsys:    fsys,
+		report:  &Report{},
+		c:       map[string]*Check{},
+		present: map[string]bool{},
+		digests: map[string]string{},
+		jwks:    map[string]ed25519.PublicKey{},
+		last:    -1,
+		ids:     map[string]int64{},
+		keys:    map[string]*keyInfo{},
+		calls:   map[string]*call{},
+		treeAt:  map[int64]*tlog.Hash{},
+	}
+	if opts != nil {
+		v.opts = *opts
+	}
+	for _, name := range checkOrder {
+		c := &Check{Name: name}
+		v.c[name] = c
+		v.report.Checks = append(v.report.Checks, c)
+	}
+	return v
+}
+
+func (v *verifier) check(name string) *Check { return v.c[name] }
+
+// fileProblem reports a problem with a whole file under check.
+func (v *verifier) fileProblem(check, file, format string, args ...any) {
+	v.check(check).fail(Problem{Index: -1, File: file, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *verifier) listFiles() {
+	des, err := fs.ReadDir(v.fsys, ".")
+	if err != nil {
+		v.fileProblem(CheckManifest, "", "cannot list the bundle's files: %v", err)
+		return
+	}
+	for _, de := range des {
+		if de.Type().IsRegular() {
+			v.present[de.Name()] = true
+		}
+	}
+}
+
+// readFile reads a whole file and records its digest; nil if it is absent
+// or unreadable (reported under check).
+func (v *verifier) readFile(name, check string) []byte {
+	if !v.present[name] {
+		return nil
+	}
+	data, err := fs.ReadFile(v.fsys, name)
+	if err != nil {
+		v.fileProblem(check, name, "cannot read: %v", err)
+		return nil
+	}
+	v.digests[name] = digestOf(data)
+	return data
+}
+
+func (v *verifier) readManifest() {
+	c := v.check(CheckManifest)
+	data := v.readFile(FileManifest, CheckManifest)
+	v.payloads = v.present[FilePayloads]
+	v.complete = !v.present[FileProofs]
+	if data == nil {
+		if !v.present[FileManifest] {
+			v.fileProblem(CheckManifest, FileManifest, "missing: nothing says what the bundle holds, and nothing binds its files")
+		}
+		return
+	}
+	m, err := ParseManifest(data)
+	if err != nil {
+		c.fail(Problem{Index: -1, File: FileManifest, Msg: err.Error()})
+		return
+	}
+	v.manifest = m
+	v.complete, v.payloads = m.Complete, m.Payloads
+	v.report.ExportedAt, v.report.Generator, v.report.Filters = m.ExportedAt, m.Generator, m.Filters.String()
+	runs, err := parseIndexes(m.Indexes)
+	if err != nil {
+		c.fail(Problem{Index: -1, File: FileManifest, Msg: "indexes: " + err.Error()})
+	} else {
+		v.listed, v.listedOK = runs, true
+	}
+}
+
+func (v *verifier) readKeys() {
+	data := v.readFile(FileKeys, CheckKeyChain)
+	if data == nil {
+		if !v.present[FileKeys] {
+			v.fileProblem(CheckKeyChain, FileKeys, "missing")
+		}
+		return
+	}
+	var set JWKS
+	if err := decodeStrict(data, &set); err != nil {
+		v.fileProblem(CheckKeyChain, FileKeys, "not a JWK Set: %v", err)
+		return
+	}
+	for _, k := range set.Keys {
+		pub, err := k.PublicKey()
+		if err != nil {
+			v.fileProblem(CheckKeyChain, FileKeys, "%v", err)
+			continue
+		}
+		if _, dup := v.jwks[k.Kid]; dup {
+			v.fileProblem(CheckKeyChain, FileKeys, "key %s is listed twice", k.Kid)
+			continue
+		}
+		v.jwks[k.Kid] = pub
+	}
+}
+
+func (v *verifier) readCheckpoint() {
+	data := v.readFile(FileCheckpoint, CheckCheckpoint)
+	if data == nil {
+		if !v.present[FileCheckpoint] {
+			v.fileProblem(CheckCheckpoint, FileCheckpoint, "missing: there is no tree to check the entries against")
+		}
+		return
+	}
+	cp, err := parseNoteCheckpoint(data)
+	if err != nil {
+		v.fileProblem(CheckCheckpoint, FileCheckpoint, "%v", err)
+		return
+	}
+	v.cpRaw, v.cp = data, &cp
+	v.report.Log, v.report.Size, v.report.TreeHash = cp.Log, cp.Size, entry.FormatTreeHash(cp.Hash)
+}
+
+// parseNoteCheckpoint reads the checkpoint in a signed note without checking
+// its signatures (the keys are known only once the entries are read).
+func parseNoteCheckpoint(note []byte) (entry.Checkpoint, error) {
+	text, _, ok := strings.Cut(string(note), "\n\n")
+	if !ok {
+		return entry.Checkpoint{}, fmt.Errorf("%w: not a signed note (no blank line before the signatures)", entry.ErrMalformed)
+	}
+	return entry.ParseCheckpoint(text + "\n")
+}
+
+// oneStrictSignature checks that a note has one signature line, in
+// canonical base64: note.Open accepts other spellings of the same
+// signature, and ignores lines from keys it does not know.
+func oneStrictSignature(note []byte) error {
+	_, sigs, _ := strings.Cut(string(note), "\n\n")
+	lines := strings.Split(strings.TrimSuffix(sigs, "\n"), "\n")
+	if len(lines) != 1 {
+		return fmt.Errorf("%d signature lines, want 1", len(lines))
+	}
+	f := strings.Fields(lines[0])
+	if len(f) != 3 {
+		return errors.New("malformed signature line")
+	}
+	if _, err := base64.StdEncoding.Strict().DecodeString(f[2]); err != nil {
+		return errors.New("the signature is not in canonical base64")
+	}
+	return nil
+}
+
+// noteSigners returns the names of a note's signature lines, to say who
+// signed a note no known key verifies.
+func noteSigners(note []byte) []string {
+	_, sigs, _ := strings.Cut(string(note), "\n\n")
+	var names []string
+	for line := range strings.SplitSeq(sigs, "\n") {
+		if rest, ok := strings.CutPrefix(line, "— "); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			names = append(names, strings.TrimPrefix(name, "gatehouse-"))
+		}
+	}
+	return names
+}
+
+// readEarlier reads the checkpoints the bundle must be consistent with.
+func (v *verifier) readEarlier() {
+	c := v.check(CheckConsistency)
+	if v.opts.Since != nil {
+		cp, err := parseNoteCheckpoint(v.opts.Since)
+		if err != nil {
+			c.failf(-1, "", "--since-checkpoint: %v", err)
+		} else {
+			v.earlier = append(v.earlier, &earlier{source: "--since-checkpoint", raw: v.opts.Since, cp: cp})
+		}
+	}
+	data := v.readFile(FileConsistency, CheckConsistency)
+	if data == nil {
+		return
+	}
+	var cons Consistency
+	if err := decodeStrict(data, &cons); err != nil {
+		v.fileProblem(CheckConsistency, FileConsistency, "malformed: %v", err)
+		return
+	}
+	cp, err := parseNoteCheckpoint([]byte(cons.OldCheckpoint))
+	if err != nil {
+		v.fileProblem(CheckConsistency, FileConsistency, "old_checkpoint: %v", err)
+		return
+	}
+	if cp.Size != cons.OldSize || entry.FormatTreeHash(cp.Hash) != cons.OldHash {
+		v.fileProblem(CheckConsistency, FileConsistency, "old_size and old_hash (%d, %s) are not the old checkpoint's (%d, %s)",
+			cons.OldSize, cons.OldHash, cp.Size, entry.FormatTreeHash(cp.Hash))
+		return
+	}
+	proof, err := parseHashes(cons.Proof)
+	if err != nil {
+		v.fileProblem(CheckConsistency, FileConsistency, "proof: %v", err)
+		return
+	}
+	v.consistency, v.consProof = &cons, proof
+	v.earlier = append(v.earlier, &earlier{source: FileConsistency, raw: []byte(cons.OldCheckpoint), cp: cp})
+}
+
+// An item is one entry on its way through the checks: prepared in parallel
+// (parsing, hashing, signature, proofs), then absorbed in log order.
+type item struct {
+	line int // in entries.jsonl, from 1
+	raw  []byte
+	leaf tlog.Hash
+
+	e       *entry.Entry
+	err     error // parsing
+	body    any
+	bodyErr error
+
+	sigChecked bool // with the JWKS key; otherwise with the chain's, when absorbed
+	sigErr     error
+
+	proofRaw  []byte // the line of proofs.jsonl (partial bundles); nil if there was none
+	proofLine int
+	proof     *ProofLine
+	proofErr  error
+	inclErr   error
+	prevErr   error
+}
+
+const batchSize = 256
+
+func (v *verifier) readEntries(ctx context.Context) error {
+	if !v.present[FileEntries] {
+		v.fileProblem(CheckCanonical, FileEntries, "missing: the bundle holds no entries")
+		return nil
+	}
+	entries, err := v.openLines(FileEntries)
+	if err != nil {
+		v.fileProblem(CheckCanonical, FileEntries, "cannot read: %v", err)
+		return nil
+	}
+	defer entries.close()
+
+	var proofs *lines
+	if !v.complete {
+		if !v.present[FileProofs] {
+			v.fileProblem(CheckInclusion, FileProofs, "missing: a partial bundle needs a proof for each entry")
+		} else if proofs, err = v.openLines(FileProofs); err != nil {
+			v.fileProblem(CheckInclusion, FileProofs, "cannot read: %v", err)
+			proofs = nil
+		} else {
+			defer proofs.close()
+		}
+	}
+	var pays *payloadReader
+	if v.payloads {
+		if !v.present[FilePayloads] {
+			v.fileProblem(CheckPayloads, FilePayloads, "missing, although the manifest says the export holds payloads")
+		} else if l, err := v.openLines(FilePayloads); err != nil {
+			v.fileProblem(CheckPayloads, FilePayloads, "cannot read: %v", err)
+		} else {
+			defer l.close()
+			pays = &payloadReader{l: l, c: v.check(CheckPayloads)}
+		}
+	}
+	for _, e := range v.earlier {
+		v.treeAt[e.cp.Size] = nil
+	}
+
+	workers := runtime.GOMAXPROCS(0)
+	batch := make([]item, 0, batchSize)
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("verify bundle: %w", err)
+		}
+		batch = batch[:0]
+		for len(batch) < batchSize {
+			raw := entries.r.next()
+			if raw == nil {
+				break
+			}
+			it := item{line: entries.r.n, raw: raw}
+			if proofs != nil {
+				it.proofRaw = proofs.r.next()
+				it.proofLine = proofs.r.n
+			}
+			batch = append(batch, it)
+		}
+		if len(batch) == 0 {
+			break
+		}
+		v.prepareAll(batch, workers)
+		for i := range batch {
+			v.absorb(&batch[i], pays)
+		}
+	}
+	if err := entries.r.failed(); err != nil {
+		v.fileProblem(CheckCanonical, FileEntries, "%v", err)
+	}
+	if proofs != nil {
+		if err := proofs.r.failed(); err != nil {
+			v.fileProblem(CheckInclusion, FileProofs, "%v", err)
+		} else if extra := proofs.r.next(); extra != nil {
+			v.check(CheckInclusion).fail(Problem{Index: -1, File: FileProofs, Line: proofs.r.n,
+				Msg: "more lines than entries.jsonl has entries"})
+		}
+		proofs.finish(v)
+	}
+	if pays != nil {
+		pays.rest(v)
+		pays.l.finish(v)
+	}
+	entries.finish(v)
+	return nil
+}
+
+// lines is a JSON Lines file being read, and hashed as it is read.
+type lines struct {
+	name string
+	f    fs.File
+	h    hash.Hash
+	r    *lineReader
+}
+
+func (v *verifier) openLines(name string) (*lines, error) {
+	f, err := v.fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	return &lines{name: name, f: f, h: h, r: newLineReader(io.TeeReader(f, h))}, nil
+}
+
+// finish reads what is left of the file, so that its digest covers all of
+// it, and records the digest.
+func (l *lines) finish(v *verifier) {
+	if _, err := io.Copy(io.Discard, l.r.r); err != nil {
+		v.fileProblem(CheckManifest, l.name, "cannot read: %v", err)
+		return
+	}
+	v.digests[l.name] = FileDigest(l.h.Sum(nil))
+}
+
+func (l *lines) close() { l.f.Close() }
+
+// prepareAll prepares a batch on up to workers goroutines; it returns when
+// all are done.
+func (v *verifier) prepareAll(batch []item, workers int) {
+	if workers <= 1 || len(batch) < 2*workers {
+		for i := range batch {
+			v.prepare(&batch[i])
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	per := (len(batch) + workers - 1) / workers
+	for lo := 0; lo < len(batch); lo += per {
+		hi := min(lo+per, len(batch))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				v.prepare(&batch[i])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// prepare does an item's work that needs no other entry. It reads only what
+// does not change while entries are read (the JWKS, the checkpoint).
+func (v *verifier) prepare(it *item) {
+	it.leaf = entry.LeafHash(it.raw)
+	if e, err := entry.Parse(it.raw); err != nil {
+		it.err = err
+	} else {
+		it.e = e
+		it.body, it.bodyErr = decodeBody(e)
+		if pub, ok := v.jwks[e.Key]; ok {
+			it.sigChecked = true
+			it.sigErr = entry.Verify(e, pub)
+		}
+	}
+	if it.proofRaw == nil || v.cp == nil {
+		return
+	}
+	var p ProofLine
+	if err := decodeStrict(it.proofRaw, &p); err != nil {
+		it.proofErr = fmt.Errorf("malformed proof line: %v", err)
+		return
+	}
+	it.proof = &p
+	index := p.Index
+	if it.e != nil {
+		index = it.e.Index
+	}
+	leaf, err := entry.ParseTreeHash(p.LeafHash)
+	switch {
+	case err != nil:
+		it.inclErr = fmt.Errorf("leaf_hash: %v", err)
+	case leaf != it.leaf:
+		it.inclErr = fmt.Errorf("the proof's leaf_hash %s is not the entry's, %s", p.LeafHash, entry.FormatTreeHash(it.leaf))
+	case index >= v.cp.Size:
+		it.inclErr = fmt.Errorf("index %d is beyond the checkpoint's %d entries", index, v.cp.Size)
+	default:
+		if hs, err := parseHashes(p.Inclusion); err != nil {
+			it.inclErr = fmt.Errorf("inclusion: %v", err)
+		} else if err := tlog.CheckRecord(hs, v.cp.Size, v.cp.Hash, index, it.leaf); err != nil {
+			it.inclErr = fmt.Errorf("the audit path does not lead to the checkpoint's tree hash: %v", err)
+		}
+	}
+	if it.e == nil {
+		return
+	}
+	prev, err := entry.ParseTreeHash(it.e.Prev)
+	switch {
+	case err != nil:
+		it.prevErr = err
+	case index == 0:
+		if prev != entry.EmptyTreeHash || len(p.PrevConsistency) != 0 {
+			it.prevErr = errors.New("entry 0's prev is not the empty tree's hash")
+		}
+	case index > v.cp.Size:
+		it.prevErr = fmt.Errorf("index %d is beyond the checkpoint's %d entries", index, v.cp.Size)
+	default:
+		if hs, err := parseHashes(p.PrevConsistency); err != nil {
+			it.prevErr = fmt.Errorf("prev_consistency: %v", err)
+		} else if err := tlog.CheckTree(hs, v.cp.Size, v.cp.Hash, index, prev); err != nil {
+			it.prevErr = fmt.Errorf("the tree it signed as prev (%s, %d entries) is not a prefix of the checkpoint's: %v", it.e.Prev, index, err)
+		}
+	}
+}
+
+// decodeBody decodes an entry's body into its kind's type, refusing unknown
+// fields.
+func decodeBody(e *entry.Entry) (any, error) {
+	var body any
+	switch e.Kind {
+	case entry.KindReceipt:
+		body = new(entry.Receipt)
+	case entry.KindOutcome:
+		body = new(entry.Outcome)
+	case entry.KindKey:
+		body = new(entry.KeyEvent)
+	case entry.KindPolicy:
+		body = new(entry.PolicyEvent)
+	case entry.KindPin:
+		body = new(entry.PinEvent)
+	case entry.KindErasure:
+		body = new(entry.ErasureEvent)
+	default:
+		return nil, fmt.Errorf("unknown kind %q", e.Kind)
+	}
+	if err := decodeStrict(e.Body, body); err != nil {
+		return nil, fmt.Errorf("body of a %s entry: %v", e.Kind, err)
+	}
+	return body, nil
+}
+
+// absorb runs the checks that need the entries before it, in log order.
+func (v *verifier) absorb(it *item, pays *payloadReader) {
+	v.count++
+	pos := v.count - 1
+	at := func(name string, format string, args ...any) {
+		p := Problem{Index: -1, File: FileEntries, Line: it.line, Msg: fmt.Sprintf(format, args...)}
+		if it.e != nil {
+			p.Index, p.ID, p.File, p.Line = it.e.Index, it.e.ID, "", 0
+		}
+		v.check(name).fail(p)
+	}
+
+	if it.err != nil {
+		at(CheckCanonical, "%v", it.err)
+		v.check(CheckSignatures).fail(Problem{Index: -1, File: FileEntries, Line: it.line, Msg: "not checked: the line is not an entry"})
+		v.absorbInclusion(it, pos, at)
+		return
+	}
+	e := it.e
+	if it.bodyErr != nil {
+		at(CheckCanonical, "%v", it.bodyErr)
+	} else {
+		v.n.canonical++
+	}
+
+	v.absorbOrder(it, at)
+	if k, ok := it.body.(*entry.KeyEvent); ok {
+		v.absorbKey(e, k, at)
+	}
+
+	// Key resolution and signature.
+	k := v.keys[e.Key]
+	if k == nil {
+		at(CheckKeys, "signed by key %s, which the log does not announce before this entry", e.Key)
+	} else {
+		v.n.resolved++
+	}
+	switch {
+	case it.sigChecked && it.sigErr != nil:
+		at(CheckSignatures, "%v", it.sigErr)
+	case it.sigChecked:
+		v.n.signed++
+	case k != nil:
+		if err := entry.Verify(e, k.pub); err != nil {
+			at(CheckSignatures, "%v", err)
+		} else {
+			v.n.signed++
+		}
+	default:
+		at(CheckSignatures, "cannot be checked: no public key for key %s in the log or keys.jwks.json", e.Key)
+	}
+
+	v.absorbInclusion(it, pos, at)
+	v.absorbCall(e, it.body, at)
+	if pays != nil {
+		pays.entry(v, e, v.calls[e.ID])
+	}
+}
+
+func (v *verifier) absorbOrder(it *item, at func(string, string, ...any)) {
+	e := it.e
+	if v.logID == "" {
+		v.logID = e.Log
+	}
+	switch {
+	case v.cp != nil && e.Log != v.cp.Log:
+		at(CheckOrder, "belongs to log %s; the checkpoint is of log %s", e.Log, v.cp.Log)
+	case e.Log != v.logID:
+		at(CheckOrder, "belongs to log %s; the entries before it to log %s", e.Log, v.logID)
+	}
+	switch {
+	case v.last >= 0 && e.Index == v.last:
+		at(CheckOrder, "appears twice (again at line %d)", it.line)
+	case v.last >= 0 && e.Index < v.last:
+		at(CheckOrder, "out of order: comes after entry %d", v.last)
+	}
+	if first, dup := v.ids[e.ID]; dup && first != e.Index {
+		at(CheckOrder, "its id %s is also entry %d's", e.ID, first)
+	} else if !dup {
+		v.ids[e.ID] = e.Index
+	}
+	if v.cp != nil && e.Index >= v.cp.Size {
+		at(CheckOrder, "beyond the checkpoint, whose tree has %d entries", v.cp.Size)
+	}
+	v.seen = append(v.seen, e.Index)
+	if e.Index > v.last {
+		v.last = e.Index
+	}
+}
+
+// absorbKey follows the key chain through a key entry.
+func (v *verifier) absorbKey(e *entry.Entry, k *entry.KeyEvent, at func(string, string, ...any)) {
+	raw, err := base64.StdEncoding.Strict().DecodeString(k.PublicKey)
+	if err != nil || len(raw) != ed25519.PublicKeySize {
+		at(CheckKeyChain, "public_key is not a base64 Ed25519 key")
+		return
+	}
+	pub := ed25519.PublicKey(raw)
+	if id := entry.KeyID(pub); id != k.KeyID {
+		at(CheckKeyChain, "announces key %s, but its public key's id is %s", k.KeyID, id)
+		return
+	}
+	if prior, dup := v.keys[k.KeyID]; dup {
+		at(CheckKeyChain, "announces key %s again (first announced at entry %d)", k.KeyID, prior.index)
+		return
+	}
+	first := len(v.keys) == 0
+	switch k.Action {
+	case "added":
+		switch {
+		case e.Key != k.KeyID:
+			at(CheckKeyChain, "an added key signs its own announcement; this one is signed by %s", e.Key)
+		case first && e.Index != 0:
+			at(CheckKeyChain, "the log's first key is announced at entry %d; the log must begin with it", e.Index)
+		case !first:
+			at(CheckKeyChain, "adds key %s with no rotation signed by a key before it: custody of the log breaks here, and what this key signs is vouched for by nothing before it", k.KeyID)
+		}
+	case "rotated":
+		prev := v.keys[k.Previous]
+		switch {
+		case first:
+			at(CheckKeyChain, "the log's first key entry is a rotation (from %s), not a self-signed key", k.Previous)
+		case prev == nil:
+			at(CheckKeyChain, "rotates from key %s, which the log does not announce before it", k.Previous)
+		case e.Key != k.Previous:
+			at(CheckKeyChain, "a rotation is signed by the key it replaces, %s; this one is signed by %s", k.Previous, e.Key)
+		}
+	default:
+		at(CheckKeyChain, "unknown key action %q", k.Action)
+	}
+	v.keys[k.KeyID] = &keyInfo{pub: pub, index: e.Index, entry: e.ID, action: k.Action, previous: k.Previous}
+	v.keyOrder = append(v.keyOrder, k.KeyID)
+}
+
+func (v *verifier) absorbInclusion(it *item, pos int64, at func(string, string, ...any)) {
+	if v.cp == nil {
+		return
+	}
+	if !v.complete {
+		switch {
+		case it.proofRaw == nil:
+			at(CheckInclusion, "no proof: proofs.jsonl has no line for it")
+			return
+		case it.proofErr != nil:
+			v.check(CheckInclusion).fail(Problem{Index: -1, File: FileProofs, Line: it.proofLine, Msg: it.proofErr.Error()})
+			return
+		case it.e != nil && it.proof.Index != it.e.Index:
+			at(CheckInclusion, "proofs.jsonl line %d is for entry %d", it.proofLine, it.proof.Index)
+			return
+		case it.e != nil && it.proof.ID != it.e.ID:
+			at(CheckInclusion, "proofs.jsonl line %d names id %s", it.proofLine, it.proof.ID)
+		case it.inclErr != nil:
+			at(CheckInclusion, "%v", it.inclErr)
+		default:
+			v.n.included++
+		}
+		if it.e != nil {
+			if it.prevErr != nil {
+				at(CheckPrev, "%v", it.prevErr)
+			} else {
+				v.n.prevs++
+			}
+		}
+		return
+	}
+
+	// A complete bundle: the tree is rebuilt from the entries, which must be
+	// entry 0, 1, 2, ... in order.
+	if !v.treeBroken && (it.e == nil || it.e.Index != pos) {
+		v.treeBroken = true
+		v.check(CheckPrev).note("not checked from line %d of entries.jsonl on: the entries are not the log's, in order", it.line)
+	}
+	if !v.treeBroken {
+		switch {
+		case it.e.Prev == entry.FormatTreeHash(v.tree.root()):
+			v.n.prevs++
+		case v.prevDiverged == 0:
+			at(CheckPrev, "prev is not the tree hash of the %d entries before it: one of them was changed, removed or inserted", pos)
+			v.prevDiverged = 1
+		default:
+			// Every later entry signed a tree with the same change in it:
+			// counted, not listed.
+			v.check(CheckPrev).Failures++
+			v.prevDiverged++
+		}
+	}
+	v.tree.push(it.leaf)
+	if _, ok := v.treeAt[v.tree.size]; ok && !v.treeBroken {
+		h := v.tree.root()
+		v.treeAt[v.tree.size] = &h
+	}
+}
+
+func (v *verifier) absorbCall(e *entry.Entry, body any, at func(string, string, ...any)) {
+	switch b := body.(type) {
+	case *entry.Receipt:
+		v.n.receipts++
+		v.calls[e.ID] = &call{index: e.Index, kind: e.Kind, decision: b.Decision,
+			commit: map[string]string{"args": b.Args}, payload: map[string]string{}}
+	case *entry.Outcome:
+		v.n.outcomes++
+		c := &call{index: e.Index, kind: e.Kind, commit: map[string]string{}, payload: map[string]string{}}
+		if b.Result != "" {
+			c.commit["result"] = b.Result
+		}
+		v.calls[e.ID] = c
+		r := v.calls[b.Receipt]
+		switch {
+		case r == nil:
+			at(CheckLinkage, "an outcome for receipt %s, which is not in the bundle before it", b.Receipt)
+		case r.kind != entry.KindReceipt:
+			at(CheckLinkage, "an outcome for %s, which is a %s entry, not a receipt", b.Receipt, r.kind)
+		case r.decision != entry.Allow:
+			r.outcomes++
+			at(CheckLinkage, "an outcome for receipt %s (entry %d), whose decision is %s: a call ran that was not allowed", b.Receipt, r.index, r.decision)
+		default:
+			r.outcomes++
+			if r.outcomes > 1 {
+				at(CheckLinkage, "a second outcome for receipt %s (entry %d): one call, two results", b.Receipt, r.index)
+			}
+		}
+	case *entry.ErasureEvent:
+		v.n.erasureEntries++
+		if len(b.Erased) == 0 {
+			at(CheckErasures, "an erasure entry that erases nothing")
+		}
+		for _, x := range b.Erased {
+			v.erasures = append(v.erasures, erasureItem{index: e.Index, id: e.ID, time: e.Time, reason: b.Reason, item: x})
+		}
+	}
+}
+
+// A payloadReader walks payloads.jsonl alongside the entries.
+type payloadReader struct {
+	l    *lines
+	c    *Check
+	next *PayloadLine
+	line int
+	done bool
+}
+
+func (p *payloadReader) peek() *PayloadLine {
+	for p.next == nil && !p.done {
+		raw := p.l.r.next()
+		if raw == nil {
+			p.done = true
+			if err := p.l.r.failed(); err != nil {
+				p.c.fail(Problem{Index: -1, File: FilePayloads, Msg: err.Error()})
+			}
+			return nil
+		}
+		var pl PayloadLine
+		if err := decodeStrict(raw, &pl); err != nil {
+			p.c.fail(Problem{Index: -1, File: FilePayloads, Line: p.l.r.n, Msg: "malformed: " + err.Error()})
+			continue
+		}
+		p.next, p.line = &pl, p.l.r.n
+	}
+	return p.next
+}
+
+// entry checks the payload lines of entry e (c: its call, nil for other
+// kinds).
+func (p *payloadReader) entry(v *verifier, e *entry.Entry, c *call) {
+	for pl := p.peek(); pl != nil && pl.Index < e.Index; pl = p.peek() {
+		p.c.fail(Problem{Index: pl.Index, ID: pl.Entry, File: FilePayloads, Line: p.line,
+			Msg: "a payload for an entry that is not in entries.jsonl here (missing, or out of order)"})
+		p.next = nil
+	}
+	for pl := p.peek(); pl != nil && pl.Index == e.Index; pl = p.peek() {
+		p.next = nil
+		v.n.payloadLines++
+		v.checkPayload(e, c, pl, p.line)
+	}
+	if c == nil {
+		return
+	}
+	for _, part := range slices.Sorted(maps.Keys(c.commit)) {
+		if _, ok := c.payload[part]; !ok {
+			p.c.failf(e.Index, e.ID, "payloads.jsonl has neither the %s it commits to nor a tombstone", part)
+		}
+	}
+}
+
+// rest reports payload lines after the last entry.
+func (p *payloadReader) rest(v *verifier) {
+	for pl := p.peek(); pl != nil; pl = p.peek() {
+		p.c.fail(Problem{Index: pl.Index, ID: pl.Entry, File: FilePayloads, Line: p.line,
+			Msg: "a payload for an entry that is not in entries.jsonl"})
+		p.next = nil
+	}
+}
+
+func (v *verifier) checkPayload(e *entry.Entry, c *call, pl *PayloadLine, line int) {
+	cp := v.check(CheckPayloads)
+	fail := func(format string, args ...any) {
+		cp.fail(Problem{Index: e.Index, ID: e.ID, File: FilePayloads, Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
+	if pl.Entry != e.ID {
+		fail("names entry %s", pl.Entry)
+		return
+	}
+	if c == nil {
+		fail("a %s entry has no payloads", e.Kind)
+		return
+	}
+	want, ok := c.commit[pl.Part]
+	if !ok {
+		fail("a %s entry commits to no %q payload", e.Kind, pl.Part)
+		return
+	}
+	if _, dup := c.payload[pl.Part]; dup {
+		fail("a second %s payload", pl.Part)
+		return
+	}
+	if pl.Commitment != want {
+		fail("its commitment %s is not the one the entry signed, %s", pl.Commitment, want)
+		return
+	}
+	if pl.Erased() {
+		c.payload[pl.Part] = "erased"
+		if pl.Salt != nil || pl.Data != nil {
+			fail("a tombstone that still carries salt or data")
+			return
+		}
+		v.tombstones = append(v.tombstones, tombstone{index: e.Index, entry: e.ID, part: pl.Part, erasedBy: pl.ErasedBy, line: line})
+		return
+	}
+	c.payload[pl.Part] = "data"
+	if pl.Salt == nil || pl.Data == nil {
+		fail("neither salt and data nor a tombstone")
+		return
+	}
+	salt, err1 := base64.StdEncoding.Strict().DecodeString(*pl.Salt)
+	data, err2 := base64.StdEncoding.Strict().DecodeString(*pl.Data)
+	switch {
+	case err1 != nil || len(salt) != entry.SaltSize:
+		fail("salt is not %d bytes of base64", entry.SaltSize)
+	case err2 != nil:
+		fail("data is not base64")
+	case entry.Commit(salt, data) != want:
+		fail("the %s do not match the commitment the entry signed", partName(pl.Part))
+	default:
+		v.n.payloadsOK++
+	}
+}
+
+func partName(part string) string {
+	if part == "args" {
+		return "arguments"
+	}
+	return part
+}
+
+func (v *verifier) finishKeys() {
+	c := v.check(CheckKeyChain)
+	if len(v.keyOrder) == 0 {
+		c.failf(-1, "", "the bundle holds no key entry: nothing in the log vouches for its keys")
+	}
+	for _, id := range v.keyOrder {
+		k := v.keys[id]
+		switch pub, ok := v.jwks[id]; {
+		case !ok:
+			c.fail(Problem{Index: k.index, File: FileKeys, Msg: fmt.Sprintf("does not list key %s, which entry %d announces", id, k.index)})
+		case !pub.Equal(k.pub):
+			c.fail(Problem{Index: k.index, File: FileKeys, Msg: fmt.Sprintf("key %s is not the one entry %d announces", id, k.index)})
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(v.jwks)) {
+		if v.keys[id] == nil {
+			c.fail(Problem{Index: -1, File: FileKeys, Msg: fmt.Sprintf("lists key %s, which the log never announces", id)})
+		}
+	}
+	var chain []string
+	for _, id := range v.keyOrder {
+		k := v.keys[id]
+		chain = append(chain, fmt.Sprintf("%s (%s at entry %d)", id, k.action, k.index))
+	}
+	c.Detail = fmt.Sprintf("%d %s: %s", len(v.keyOrder), plural(len(v.keyOrder), "key", "keys"), strings.Join(chain, " -> "))
+	if len(v.keyOrder) == 0 {
+		c.Detail = "no keys"
+		return
+	}
+	first := v.keys[v.keyOrder[0]]
+	v.report.FirstKey = v.keyOrder[0]
+	switch {
+	case len(v.opts.PinKeys) > 0:
+		v.report.Pinned = true
+		ok := false
+		var pins []string
+		for _, p := range v.opts.PinKeys {
+			ok = ok || p.Equal(first.pub)
+			pins = append(pins, entry.KeyID(p))
+		}
+		if !ok {
+			c.failf(first.index, first.entry, "the log's first key is %s, not the pinned %s: this is not the log you pinned, or it was signed again from the start with another key",
+				v.keyOrder[0], strings.Join(pins, ", "))
+		} else {
+			c.Detail += "; first key pinned"
+		}
+	case v.opts.PinKeyID != "":
+		v.report.Pinned = true
+		if v.keyOrder[0] != v.opts.PinKeyID {
+			c.failf(first.index, first.entry, "the log's first key is %s, not the pinned %s: this is not the log you pinned, or it was signed again from the start with another key",
+				v.keyOrder[0], v.opts.PinKeyID)
+		} else {
+			c.Detail += "; first key pinned (by id)"
+		}
+	}
+}
+
+// logKeys returns the public keys the log announces.
+func (v *verifier) logKeys() []ed25519.PublicKey {
+	var out []ed25519.PublicKey
+	for _, id := range v.keyOrder {
+		out = append(out, v.keys[id].pub)
+	}
+	return out
+}
+
+func (v *verifier) finishCheckpoint() {
+	c := v.check(CheckCheckpoint)
+	if v.cp == nil {
+		c.Detail = "no checkpoint"
+		return
+	}
+	_, kid, err := entry.OpenCheckpoint(v.cpRaw, v.logKeys())
+	if err == nil {
+		err = oneStrictSignature(v.cpRaw)
+	}
+	if err != nil {
+		c.fail(Problem{Index: -1, File: FileCheckpoint, Msg: fmt.Sprintf("not signed by a key the log announces (signed by %s): %v",
+			orDash(strings.Join(noteSigners(v.cpRaw), ", ")), err)})
+		c.Detail = fmt.Sprintf("log %s, %d entries", v.cp.Log, v.cp.Size)
+		return
+	}
+	v.report.SignedBy = kid
+	c.Detail = fmt.Sprintf("log %s, %d entries, signed by key %s", v.cp.Log, v.cp.Size, kid)
+}
+
+func (v *verifier) finishTree() {
+	ci, cp := v.check(CheckInclusion), v.check(CheckPrev)
+	v.report.Entries, v.report.Complete = v.count, v.complete
+	if v.cp == nil {
+		ci.Detail, cp.Detail = "no checkpoint to check against", "no checkpoint to check against"
+		ci.Status, cp.Status = Skipped, Skipped
+		return
+	}
+	if !v.complete {
+		ci.Detail = fmt.Sprintf("%d of %d entries: audit paths to the checkpoint's tree hash", v.n.included, v.count)
+		cp.Detail = fmt.Sprintf("%d of %d entries: consistency proofs from the tree each signed", v.n.prevs, v.count)
+		return
+	}
+	root := v.tree.root()
+	switch {
+	case v.tree.size != v.cp.Size:
+		ci.failf(-1, "", "the bundle claims the whole log, but holds %d entries of the checkpoint's %d", v.tree.size, v.cp.Size)
+	case v.treeBroken:
+		ci.failf(-1, "", "the bundle claims the whole log, but its entries are not entries 0 to %d in order", v.cp.Size-1)
+	case root != v.cp.Hash:
+		ci.failf(-1, "", "the tree of the bundle's %d entries hashes to %s; the checkpoint says %s",
+			v.tree.size, entry.FormatTreeHash(root), entry.FormatTreeHash(v.cp.Hash))
+	default:
+		v.n.included = v.count
+	}
+	ci.Detail = fmt.Sprintf("%d of %d entries: the tree of the whole log rebuilt from them", v.n.included, v.count)
+	cp.Detail = fmt.Sprintf("%d of %d entries: prev is the tree of the entries before", v.n.prevs, v.count)
+	if v.prevDiverged > 1 {
+		cp.note("the %d entries after the first one named also signed trees that differ from the bundle's: the change is before them", v.prevDiverged-1)
+	}
+}
+
+func (v *verifier) finishConsistency() {
+	c := v.check(CheckConsistency)
+	if len(v.earlier) == 0 {
+		if c.Failures == 0 {
+			c.Status = Skipped
+			c.Detail = "no earlier checkpoint given (--since-checkpoint FILE)"
+		}
+		return
+	}
+	if v.cp == nil {
+		c.Detail = "no checkpoint to check against"
+		return
+	}
+	var done []string
+	for _, old := range v.earlier {
+		fail := func(format string, args ...any) {
+			c.failf(-1, "", "%s: %s", old.source, fmt.Sprintf(format, args...))
+		}
+		if _, _, err := entry.OpenCheckpoint(old.raw, v.logKeys()); err != nil {
+			fail("the earlier checkpoint is signed by %s, a key this log never announces: the log was replaced, or signed again with other keys",
+				orDash(strings.Join(noteSigners(old.raw), ", ")))
+			continue
+		}
+		switch {
+		case old.cp.Log != v.cp.Log:
+			fail("the earlier checkpoint is of log %s, the bundle of log %s", old.cp.Log, v.cp.Log)
+			continue
+		case old.cp.Size > v.cp.Size:
+			fail("the log has %d entries, fewer than the %d of the earlier checkpoint: it was truncated", v.cp.Size, old.cp.Size)
+			continue
+		}
+		checked := false
+		if h := v.treeAt[old.cp.Size]; v.complete && h != nil {
+			if *h != old.cp.Hash {
+				fail("the log's first %d entries hash to %s; the earlier checkpoint says %s: the log was rewritten since",
+					old.cp.Size, entry.FormatTreeHash(*h), entry.FormatTreeHash(old.cp.Hash))
+				continue
+			}
+			checked = true
+		}
+		if cons := v.consistency; cons != nil && cons.OldSize == old.cp.Size && cons.OldHash == entry.FormatTreeHash(old.cp.Hash) {
+			var err error
+			if old.cp.Size == v.cp.Size {
+				if old.cp.Hash != v.cp.Hash || len(v.consProof) != 0 {
+					err = errors.New("same size, different tree")
+				}
+			} else {
+				err = tlog.CheckTree(v.consProof, v.cp.Size, v.cp.Hash, old.cp.Size, old.cp.Hash)
+			}
+			if err != nil {
+				fail("the consistency proof from %d to %d entries fails: %v", old.cp.Size, v.cp.Size, err)
+				continue
+			}
+			checked = true
+		}
+		if !checked {
+			fail("the bundle has no consistency proof from the earlier checkpoint's %d entries: export again with --since-checkpoint of it", old.cp.Size)
+			continue
+		}
+		done = append(done, fmt.Sprintf("%d entries (%s)", old.cp.Size, old.source))
+	}
+	c.Detail = "extends the checkpoint of " + orDash(strings.Join(done, " and "))
+	if len(done) == 0 {
+		c.Detail = "no earlier checkpoint could be checked"
+	}
+}
+
+func (v *verifier) finishLinkage() {
+	c := v.check(CheckLinkage)
+	for _, cl := range v.calls {
+		if cl.kind == entry.KindReceipt && cl.decision == entry.Allow && cl.outcomes == 0 {
+			v.n.allowedWithout++
+		}
+	}
+	c.Detail = fmt.Sprintf("%d %s, %d %s", v.n.outcomes, plural(int(v.n.outcomes), "outcome", "outcomes"),
+		v.n.receipts, plural(int(v.n.receipts), "receipt", "receipts"))
+	if v.n.allowedWithout > 0 {
+		c.note("%d allowed %s no outcome in the bundle (still running, the proxy stopped before writing it, or left out by the filters)",
+			v.n.allowedWithout, plural(int(v.n.allowedWithout), "call has", "calls have"))
+	}
+}
+
+func (v *verifier) finishErasures() {
+	ce, cp := v.check(CheckErasures), v.check(CheckPayloads)
+	type key struct{ entry, part string }
+	by := map[key]erasureItem{}
+	for _, x := range v.erasures {
+		k := key{x.item.Entry, x.item.Part}
+		fail := func(format string, args ...any) {
+			ce.failf(x.index, x.id, "%s", fmt.Sprintf(format, args...))
+		}
+		if x.item.Part != "args" && x.item.Part != "result" {
+			fail("erases part %q of %s; parts are args and result", x.item.Part, x.item.Entry)
+			continue
+		}
+		if prior, dup := by[k]; dup {
+			fail("erases the %s of %s, already erased by entry %d", x.item.Part, x.item.Entry, prior.index)
+			continue
+		}
+		by[k] = x
+		cl := v.calls[x.item.Entry]
+		if cl == nil {
+			if v.complete {
+				fail("erases the %s of %s, which is not in the log", x.item.Part, x.item.Entry)
+			} else {
+				v.n.erasedOutside++
+			}
+			continue
+		}
+		switch {
+		case cl.index >= x.index:
+			fail("erases the %s of %s (entry %d), which comes after it", x.item.Part, x.item.Entry, cl.index)
+		case cl.commit[x.item.Part] != x.item.Commitment:
+			fail("names commitment %s for the %s of %s; the entry signed %s", x.item.Commitment, x.item.Part, x.item.Entry, orDash(cl.commit[x.item.Part]))
+		case v.payloads && cl.payload[x.item.Part] == "data":
+			fail("erased the %s of %s (entry %d), but payloads.jsonl still holds them", x.item.Part, x.item.Entry, cl.index)
+		default:
+			v.report.Erasures = append(v.report.Erasures, Erasure{Entry: x.item.Entry, Index: cl.index, Part: x.item.Part,
+				ErasedBy: x.id, ErasedIndex: x.index, Time: x.time, Reason: x.reason})
+		}
+	}
+	for _, t := range v.tombstones {
+		x, ok := by[key{t.entry, t.part}]
+		switch {
+		case !ok:
+			cp.fail(Problem{Index: t.index, ID: t.entry, File: FilePayloads, Line: t.line,
+				Msg: fmt.Sprintf("the %s are a tombstone, but no erasure entry in the bundle erased them", partName(t.part))})
+		case x.id != t.erasedBy:
+			cp.fail(Problem{Index: t.index, ID: t.entry, File: FilePayloads, Line: t.line,
+				Msg: fmt.Sprintf("the tombstone names erasure %s; entry %d (%s) is the one that erased it", t.erasedBy, x.index, x.id)})
+		default:
+			v.n.erased++
+		}
+	}
+
+	cp.Detail = fmt.Sprintf("%d match the commitments their entries signed; %d erased (commitment not checkable, covered by an erasure entry)", v.n.payloadsOK, v.n.erased)
+	if v.n.payloadLines == 0 {
+		cp.Detail = "no payloads"
+	}
+	if !v.payloads && cp.Failures == 0 {
+		cp.Status, cp.Detail = Skipped, "the export left payloads out: commitments only"
+	}
+	ce.Detail = fmt.Sprintf("%d erasure %s; %d %s erased", v.n.erasureEntries, plural(int(v.n.erasureEntries), "entry", "entries"),
+		len(v.report.Erasures), plural(len(v.report.Erasures), "payload", "payloads"))
+	if v.n.erasedOutside > 0 {
+		ce.Detail += fmt.Sprintf(" (and %d of entries outside this bundle)", v.n.erasedOutside)
+	}
+	slices.SortStableFunc(v.report.Erasures, func(a, b Erasure) int { return cmp.Compare(a.ErasedIndex, b.ErasedIndex) })
+	for i, x := range v.report.Erasures {
+		if i == 50 {
+			ce.note("... and %d more", len(v.report.Erasures)-50)
+			break
+		}
+		ce.note("erasure: the %s of entry %d (%s), by entry %d (%s) at %s: %q", x.Part, x.Index, x.Entry, x.ErasedIndex, x.ErasedBy, x.Time, x.Reason)
+	}
+}
+
+func (v *verifier) finishManifest() {
+	c := v.check(CheckManifest)
+	m := v.manifest
+	if m == nil {
+		c.Detail = "none"
+		return
+	}
+	// Hash the files not read for their contents.
+	for _, name := range knownFiles {
+		if _, done := v.digests[name]; !done && v.present[name] {
+			v.readFile(name, CheckManifest)
+		}
+	}
+	if k := v.keys[m.Key]; k == nil {
+		c.fail(Problem{Index: -1, File: FileManifest, Msg: fmt.Sprintf("signed by key %s, which the log never announces", m.Key)})
+	} else if err := verifyManifest(m, k.pub); err != nil {
+		c.fail(Problem{Index: -1, File: FileManifest, Msg: err.Error()})
+	}
+	if v.cp != nil && (m.Log != v.cp.Log || m.Checkpoint.Size != v.cp.Size || m.Checkpoint.Hash != entry.FormatTreeHash(v.cp.Hash)) {
+		c.fail(Problem{Index: -1, File: FileManifest, Msg: fmt.Sprintf("names log %s at %d entries, %s; the checkpoint file says log %s at %d entries, %s",
+			m.Log, m.Checkpoint.Size, m.Checkpoint.Hash, v.cp.Log, v.cp.Size, entry.FormatTreeHash(v.cp.Hash))})
+	}
+	files := 0
+	for _, name := range knownFiles[1:] {
+		want, listed := m.Files[name]
+		switch {
+		case listed && !v.present[name]:
+			c.fail(Problem{Index: -1, File: name, Msg: "listed in the signed manifest, but missing"})
+		case !listed && v.present[name]:
+			c.fail(Problem{Index: -1, File: name, Msg: "not listed in the signed manifest: it was added after export"})
+		case listed && v.digests[name] != want:
+			c.fail(Problem{Index: -1, File: name, Msg: "does not match the SHA-256 the signed manifest gives it: it was changed after export"})
+		case listed:
+			files++
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Files)) {
+		if !slices.Contains(knownFiles[1:], name) {
+			c.fail(Problem{Index: -1, File: name, Msg: "the manifest lists a file that is not part of the format"})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(v.present)) {
+		if !slices.Contains(knownFiles, name) {
+			c.note("ignored: %s is not part of the bundle format", name)
+		}
+	}
+	if v.listedOK {
+		v.compareListed()
+	}
+	if m.Counts.Entries != v.count {
+		c.failf(-1, "", "the manifest counts %d entries; entries.jsonl has %d", m.Counts.Entries, v.count)
+	}
+	if v.payloads && (m.Counts.Payloads != v.n.payloadLines) {
+		c.failf(-1, "", "the manifest counts %d payloads; payloads.jsonl has %d", m.Counts.Payloads, v.n.payloadLines)
+	}
+	if m.Complete && v.cp != nil && m.Indexes != fmt.Sprintf("0-%d", v.cp.Size-1) && !(v.cp.Size == 1 && m.Indexes == "0") {
+		c.failf(-1, "", "the manifest claims the whole log, but lists indexes %q", m.Indexes)
+	}
+	switch cons := v.consistency; {
+	case m.Since == nil && cons != nil:
+		c.fail(Problem{Index: -1, File: FileConsistency, Msg: "the manifest names no earlier checkpoint"})
+	case m.Since != nil && cons == nil:
+		c.failf(-1, "", "the manifest names an earlier checkpoint (%d entries), but there is no valid consistency.json", m.Since.Size)
+	case m.Since != nil && (m.Since.Size != cons.OldSize || m.Since.Hash != cons.OldHash):
+		c.fail(Problem{Index: -1, File: FileConsistency, Msg: "is not from the earlier checkpoint the manifest names"})
+	}
+	c.Detail = fmt.Sprintf("signed by key %s; %d files match their digests; %d entries listed", m.Key, files, v.listed.count())
+}
+
+func (v *verifier) finishReport() {
+	if v.report.Log == "" {
+		v.report.Log = v.logID
+	}
+	cc := v.check(CheckCanonical)
+	cc.Detail = fmt.Sprintf("%d of %d entries", v.n.canonical, v.count)
+	co := v.check(CheckOrder)
+	co.Detail = fmt.Sprintf("%d entries of log %s", v.count, orDash(v.logID))
+	if v.complete {
+		co.Detail += ": the whole log"
+	}
+	v.check(CheckKeys).Detail = fmt.Sprintf("%d of %d entries signed by a key announced at or before them", v.n.resolved, v.count)
+	v.check(CheckSignatures).Detail = fmt.Sprintf("%d of %d Ed25519 signatures valid", v.n.signed, v.count)
+	for _, c := range v.report.Checks {
+		switch {
+		case c.Failures > 0:
+			c.Status = Failed
+		case c.Status == "":
+			c.Status = OK
+		}
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// compareListed compares the indexes read with those the manifest lists.
+func (v *verifier) compareListed() {
+	c := v.check(CheckOrder)
+	seen := slices.Clone(v.seen)
+	slices.Sort(seen)
+	seen = slices.Compact(seen)
+	byIndex := map[int64]string{}
+	i := 0
+	for _, run := range v.listed {
+		for i < len(seen) && seen[i] < run[0] {
+			byIndex[seen[i]] = ""
+			i++
+		}
+		// Indexes of the run not seen, as ranges.
+		next := run[0]
+		for ; i < len(seen) && seen[i] <= run[1]; i++ {
+			if seen[i] > next {
+				c.failf(-1, "", "%s listed in the signed manifest but missing from entries.jsonl", span(next, seen[i]-1))
+			}
+			next = seen[i] + 1
+		}
+		if next <= run[1] {
+			c.failf(-1, "", "%s listed in the signed manifest but missing from entries.jsonl", span(next, run[1]))
+		}
+	}
+	for ; i < len(seen); i++ {
+		byIndex[seen[i]] = ""
+	}
+	if len(byIndex) == 0 {
+		return
+	}
+	for id, index := range v.ids {
+		if _, ok := byIndex[index]; ok {
+			byIndex[index] = id
+		}
+	}
+	for _, index := range slices.Sorted(maps.Keys(byIndex)) {
+		c.failf(index, byIndex[index], "not listed in the signed manifest: it was added after export")
+	}
+}
+
+func span(first, last int64) string {
+	if first == last {
+		return fmt.Sprintf("entry %d", first)
+	}
+	return fmt.Sprintf("entries %d-%d", first, last)
+}
