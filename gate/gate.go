@@ -21,6 +21,8 @@ package gate
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -251,21 +253,49 @@ func (g *Gate) approve(ctx context.Context, c *gateway.Call, capability string, 
 }
 
 // addRule makes a person's "always" (or "always deny") a rule of the policy.
+// A tool whose name would read as a glob (it holds a '*') cannot be named by
+// a rule exactly: the answer then lasts for the session only.
 func (g *Gate) addRule(ctx context.Context, capability string, verdict policy.Decision, ans approval.Decision) error {
+	if strings.Contains(capability, "*") {
+		g.log.Warn("a tool name with '*' cannot be a rule; the answer lasts for this session", slog.String("capability", capability))
+		if verdict == policy.Allow {
+			g.setGrant(capability, grant{approver: &entry.Approver{Kind: ans.Approver, Scope: string(approval.ScopeSession)}})
+		}
+		return nil
+	}
 	pol, err := g.currentPolicy(ctx)
 	if err != nil {
 		return fmt.Errorf("read the policy: %w", err)
 	}
 	next := pol.Clone()
-	id := fmt.Sprintf("%s-%s", map[policy.Decision]string{policy.Allow: "always", policy.Deny: "never"}[verdict],
-		strings.TrimPrefix(capability, "mcp."))
-	id = strings.NewReplacer(".", "-", "*", "any").Replace(id)
+	id := ruleID(verdict, capability)
 	next.Rules = append(removeRule(next.Rules, id), policy.Rule{ID: id, Capability: capability, Decision: verdict,
 		Note: fmt.Sprintf("answered %q by the %s approver at %s", ans.Scope, ans.Approver, ans.Decided.UTC().Format(time.RFC3339))})
 	if _, err := g.cfg.Policies.Save(context.WithoutCancel(ctx), next); err != nil {
 		return fmt.Errorf("save the approver's rule: %w", err)
 	}
 	return nil
+}
+
+// ruleID names the rule an approver's lasting answer adds: readable when
+// the capability is, else its hash.
+func ruleID(verdict policy.Decision, capability string) string {
+	prefix := "always-"
+	if verdict == policy.Deny {
+		prefix = "never-"
+	}
+	rest := strings.NewReplacer(".", "-").Replace(strings.TrimPrefix(capability, "mcp."))
+	for _, r := range rest {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:/@+-", r)) {
+			sum := sha256.Sum256([]byte(capability))
+			return prefix + hex.EncodeToString(sum[:8])
+		}
+	}
+	if len(prefix)+len(rest) > 200 {
+		sum := sha256.Sum256([]byte(capability))
+		return prefix + hex.EncodeToString(sum[:8])
+	}
+	return prefix + rest
 }
 
 func removeRule(rules []policy.Rule, id string) []policy.Rule {

@@ -222,8 +222,18 @@ func (c *ArgConstraint) check(a *args) (verdict, string) {
 // normalization) by default.
 var foldPaths = runtime.GOOS == "darwin" || runtime.GOOS == "windows"
 
+// windowsPaths is true where absolute paths start with a drive letter.
+var windowsPaths = runtime.GOOS == "windows"
+
 // under checks that value is a path inside dir, on the string alone.
 func under(value, dir string) (verdict, string) {
+	return underOn(value, dir, windowsPaths, foldPaths)
+}
+
+// underOn is under on Windows (where absolute paths start with a drive
+// letter, and "/..." is relative to the current drive) or elsewhere, with
+// or without ignoring case.
+func underOn(value, dir string, windows, fold bool) (verdict, string) {
 	s := strings.ReplaceAll(value, `\`, "/")
 	for seg := range strings.SplitSeq(s, "/") {
 		if seg == ".." {
@@ -237,7 +247,7 @@ func under(value, dir string) (verdict, string) {
 		return unsure, fmt.Sprintf("cannot be checked against %s: it starts with ~, which the server may expand", dir)
 	case strings.HasPrefix(s, "//"):
 		return unsure, fmt.Sprintf("cannot be checked against %s: it is a network or device path", dir)
-	case !isAbs(s):
+	case windows && (!isAbs(s) || strings.HasPrefix(s, "/")), !windows && !strings.HasPrefix(s, "/"):
 		return unsure, fmt.Sprintf("cannot be checked against %s: it is not an absolute path", dir)
 	}
 	d, err := cleanUnder(dir)
@@ -245,7 +255,7 @@ func under(value, dir string) (verdict, string) {
 		return unsure, fmt.Sprintf("cannot be checked against %s: the folder %v", dir, err)
 	}
 	p := path.Clean(s)
-	if foldPaths {
+	if fold {
 		p, d = strings.ToLower(norm.NFC.String(p)), strings.ToLower(norm.NFC.String(d))
 	}
 	if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") {

@@ -231,6 +231,9 @@ decision = "DENY"
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.p == paths && windowsPaths {
+				t.Skip("Unix paths; TestUnder covers Windows ones")
+			}
 			got := tt.p.Decide(tt.call)
 			if got.Decision != tt.want || got.Rule != tt.wantRule {
 				t.Errorf("Decide(%s %s) = %s by %s, want %s by %s\n%s", tt.call.Capability(), tt.call.Args,
@@ -309,6 +312,52 @@ func TestGlob(t *testing.T) {
 	for _, tt := range tests {
 		if got := glob(tt.pattern, tt.s, false); got != tt.want {
 			t.Errorf("glob(%q, %q) = %v, want %v", tt.pattern, tt.s, got, tt.want)
+		}
+	}
+}
+
+// The proxy decides every call: this is its price with a policy of a few
+// dozen rules.
+func BenchmarkDecide(b *testing.B) {
+	p := Default()
+	for i := range 40 {
+		p.Rules = append(p.Rules, Rule{ID: "r" + string(rune('a'+i%26)) + string(rune('a'+i/26)), Capability: "mcp.s" + string(rune('a'+i%5)) + ".*_x", Decision: Allow,
+			Args: []ArgConstraint{{Arg: "path", Under: "/home/me/projects"}}})
+	}
+	c := Call{Server: "sa", Tool: "write_x", Client: "claude-code", Args: []byte(`{"path":"/home/me/projects/a.txt","content":"hello"}`), Known: true}
+	for b.Loop() {
+		p.Decide(c)
+	}
+}
+
+func TestUnder(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		value, dir    string
+		windows, fold bool
+		want          verdict
+	}{
+		{"/home/me/projects/a", "/home/me/projects", false, false, holds},
+		{"/home/me/projects", "/home/me/projects", false, false, holds},
+		{"/home/me/projects-evil", "/home/me/projects", false, false, fails},
+		{"/home/me/Projects/a", "/home/me/projects", false, false, fails},
+		{"/home/me/Projects/a", "/home/me/projects", false, true, holds},
+		{"/anything", "/", false, false, holds},
+		{"/home/me/projects/../.ssh", "/home/me/projects", false, false, unsure},
+		{"/home/me/projects/..", "/home/me", false, false, unsure},
+		{"/home/me/projects/..hidden", "/home/me/projects", false, false, holds},
+		{"C:/home/me/projects/a", "/home/me/projects", false, false, unsure}, // relative on Unix
+		{"C:\\Users\\me\\projects\\a", "C:/Users/me/projects", true, true, holds},
+		{"c:/users/ME/projects/a", "C:/Users/me/projects", true, true, holds},
+		{"C:/Users/me/projects2", "C:/Users/me/projects", true, true, fails},
+		{"/Users/me/projects/a", "C:/Users/me/projects", true, true, unsure}, // the current drive's
+		{"\\\\server\\share\\x", "C:/Users", true, true, unsure},
+		{"C:projects", "C:/Users", true, true, unsure},
+		{"/home/me/\x00/a", "/home/me", false, false, unsure},
+	}
+	for _, tt := range tests {
+		if got, why := underOn(tt.value, tt.dir, tt.windows, tt.fold); got != tt.want {
+			t.Errorf("underOn(%q, %q, windows=%v, fold=%v) = %v (%s), want %v", tt.value, tt.dir, tt.windows, tt.fold, got, why, tt.want)
 		}
 	}
 }

@@ -24,10 +24,10 @@ capability = "mcp.github.delete_*"
 decision = "DENY"
 
 [[rule]]
-id = "fs-projects"
-capability = "mcp.fs.write_file"
+id = "feature-branches"
+capability = "mcp.git.push"
 decision = "ALLOW"
-args = [ { arg = "path", under = "/home/me/projects" } ]
+args = [ { arg = "branch", matches = "feature/[a-z0-9-]+" } ]
 `))
 	if err != nil {
 		panic(err)
@@ -37,8 +37,8 @@ args = [ { arg = "path", under = "/home/me/projects" } ]
 		{Server: "github", Tool: "delete_repo", Known: true},
 		{Server: "fs", Tool: "read_file", Known: true},
 		{Server: "fs", Tool: "read_file", Known: false},
-		{Server: "fs", Tool: "write_file", Args: []byte(`{"path":"/home/me/projects/notes.md"}`), Known: true},
-		{Server: "fs", Tool: "write_file", Args: []byte(`{"path":"/home/me/projects/../.bashrc"}`), Known: true},
+		{Server: "git", Tool: "push", Args: []byte(`{"branch":"feature/login"}`), Known: true},
+		{Server: "git", Tool: "push", Args: []byte(`{"branch":"main"}`), Known: true},
 	} {
 		r := p.Decide(c)
 		fmt.Printf("%-22s %-17s by %s (%s risk)\n", c.Capability(), r.Decision, r.Rule, r.Risk)
@@ -48,8 +48,8 @@ args = [ { arg = "path", under = "/home/me/projects" } ]
 	// mcp.github.delete_repo DENY              by no-github-deletes (critical risk)
 	// mcp.fs.read_file       ALLOW             by default:low (low risk)
 	// mcp.fs.read_file       APPROVAL_REQUIRED by default:low (low risk)
-	// mcp.fs.write_file      ALLOW             by fs-projects (high risk)
-	// mcp.fs.write_file      APPROVAL_REQUIRED by default (high risk)
+	// mcp.git.push           ALLOW             by feature-branches (high risk)
+	// mcp.git.push           APPROVAL_REQUIRED by default (high risk)
 }
 
 func ExampleClassify() {

@@ -47,7 +47,13 @@ func Parse(data []byte) (*Policy, error) {
 	if _, err := toml.Decode(string(data), &doc); err != nil {
 		var perr toml.ParseError
 		if errors.As(err, &perr) {
-			return nil, &ParseError{Line: perr.Position.Line, Msg: perr.Message}
+			line := perr.Position.Line
+			if s := perr.Position.Start; s > 0 && s <= len(data) {
+				// The byte offset is exact; the line is one too far when the
+				// offending character is a newline.
+				line = bytes.Count(data[:s], []byte("\n")) + 1
+			}
+			return nil, &ParseError{Line: line, Msg: perr.Message}
 		}
 		return nil, &ParseError{Msg: err.Error()}
 	}

@@ -16,8 +16,8 @@
 //
 // A [Rule] names a capability with a glob ("mcp.github.delete_*"), and may
 // narrow it to one client, to tools of one risk class, and to calls whose
-// arguments satisfy [ArgConstraint]s (a path under a folder, an exact value, a
-// regular expression). The most specific matching rule wins:
+// arguments satisfy constraints ([ArgConstraint]: a path under a folder, an
+// exact value, a regular expression). The most specific matching rule wins:
 //
 //  1. a rule naming the exact tool (mcp.github.delete_repo);
 //  2. a rule with a tool glob (mcp.github.delete_*), more literal characters first;
@@ -26,10 +26,13 @@
 //     that names only a risk class (for one client, say);
 //  5. the global default ([Policy.Default]).
 //
-// Within a step, an exact server beats a server glob, a rule for the calling
-// client beats one for any client, and a rule with more constraints (arguments,
-// risk class) beats one with fewer. Between rules that are still equal, the
-// safer decision wins: DENY, then APPROVAL_REQUIRED, then ALLOW.
+// Within a step, in this order: more literal characters in the tool glob; an
+// exact server over a server glob (then more literal characters in it); a
+// rule naming the calling client over a client glob over any client; more
+// constraints (each argument constraint, and a risk class, count one).
+// Between rules that are still equal, the safer decision wins: DENY, then
+// APPROVAL_REQUIRED, then ALLOW. [Result.Explanation] says which step
+// decided.
 //
 // Two more rules keep mistakes on the safe side:
 //
@@ -230,10 +233,11 @@ type ArgConstraint struct {
 	// ("/options/target", RFC 6901).
 	Arg string
 	// Under holds when the value is an absolute path inside this folder (or
-	// the folder itself). The check is on the string: a value with a ".."
-	// element, a "~", or a relative path cannot be checked, and symbolic
-	// links are not followed, so keep no links to elsewhere in a folder you
-	// allow. On macOS and Windows the comparison ignores case.
+	// the folder itself). The folder is absolute ("/..." or "C:/...") and
+	// has no "..". The check is on the string: a value with a ".." element,
+	// a "~", or a path that is not absolute here cannot be checked, and
+	// symbolic links are not followed, so keep no links to elsewhere in a
+	// folder you allow. On macOS and Windows the comparison ignores case.
 	Under string
 	// Equals holds when the value is exactly this string.
 	Equals string

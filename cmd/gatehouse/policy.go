@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/policy"
@@ -405,6 +406,9 @@ func runPolicySet(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 		}
 		if strings.HasPrefix(a.Under, "~") {
 			return usagef("policy set: --under %s: write the folder in full (the shell expands ~ only at the start of a word)", a.Under)
+		}
+		if slices.Contains(strings.FieldsFunc(a.Under, func(r rune) bool { return r == '/' || r == '\\' }), "..") {
+			return usagef("policy set: --under %s: holds a \"..\" element; write the folder plainly", a.Under)
 		}
 		abs, err := filepath.Abs(a.Under)
 		if err != nil {
