@@ -61,9 +61,10 @@
 // The approver answers a request with "pending" (it is on screen, and a
 // "decision" follows when the person answers) or at once with a "decision"
 // (an answer was kept for this call), or with {"type":"error","error":"..."}
-// and closes. When its wait ends, the proxy sends {"v":1,"type":"detach",
-// "id":"ID"}; the approver answers "detached" (the request stays open) or,
-// if the person answered in the meantime, the "decision". A proxy that
+// and closes. When its wait ends, the proxy sends
+// {"v":1,"type":"detach","id":"ID"}; the approver answers
+// {"v":1,"type":"detached","id":"ID"} (the request stays open) or, if the
+// person answered in the meantime, the "decision". A proxy that
 // closes the connection without detaching has gone away (its call was
 // cancelled, or it exited): the request is withdrawn unless another asker
 // still wants it.
@@ -82,8 +83,9 @@
 //	change          for a changed tool definition: {"old":..., "new":...},
 //	                each cut like args when too large ("truncated": true)
 //	session         the proxy session's id
-//	expires         RFC 3339: how long the request may stay open once its
-//	                asker stopped waiting (default 10 minutes, at most 1 hour)
+//	expires         RFC 3339: until when the request may stay open once its
+//	                asker stopped waiting (default and at most: 10 minutes
+//	                and 1 hour after it was asked)
 //
 // Scopes are "once", "session", "minutes" (with "minutes" from 1 to
 // [MaxMinutes]), "always", "deny" and "always-deny".
@@ -107,8 +109,8 @@
 //
 // What this does not do: it does not tell programs of the same user apart.
 // Any process running as the user can ask (asking cannot approve anything),
-// and when no approver runs, any such process could listen on the socket and
-// answer in its place; credentials are those of the process that connected,
+// and any such process could put its own listener at the socket's path and
+// answer in the approver's place; credentials are those of the process that connected,
 // even if it has since handed the connection on. That is Gatehouse's claim
 // boundary: code running as the user, with a shell, is not contained. On
 // macOS and the BSDs there is no peer check yet, only the folder's
@@ -200,9 +202,9 @@ type Request struct {
 
 	// Session is the asking proxy session's id.
 	Session string `json:"session,omitempty"`
-	// Expires bounds how long the request stays open at the approver once
-	// no asker waits for it any more. Zero means 10 minutes after that; the
-	// approver allows at most an hour.
+	// Expires is until when the request may stay open at the approver once
+	// no asker waits for it any more; then it is withdrawn. Zero means 10
+	// minutes after it was asked; the approver allows at most an hour.
 	Expires time.Time `json:"expires,omitzero"`
 }
 

@@ -623,7 +623,7 @@ func TestMalformedFromServer(t *testing.T) {
 			return strings.Replace(decision(func(*Decision) {})(id), `"scope":"once"`, `"scope":"forever"`, 1)
 		}, ErrProtocol},
 		{"minutes without count", decision(func(d *Decision) { d.Scope = ScopeMinutes }), ErrProtocol},
-		{"minutes too many", decision(func(d *Decision) { d.Scope, d.Minutes = ScopeMinutes, MaxMinutes + 1 }), ErrProtocol},
+		{"minutes too many", decision(func(d *Decision) { d.Scope, d.Minutes = ScopeMinutes, MaxMinutes+1 }), ErrProtocol},
 		{"decision for another request", decision(func(d *Decision) { d.ID = "other" }), ErrProtocol},
 		{"decision without time", decision(func(d *Decision) { d.Decided = time.Time{} }), ErrProtocol},
 		{"detached before detach", func(id string) string { return fmt.Sprintf(`{"v":1,"type":"detached","id":%q}`+"\n", id) }, ErrProtocol},
@@ -817,14 +817,14 @@ func TestCallKey(t *testing.T) {
 		}
 	}
 	differ := map[string]func(r *Request){
-		"another server":     func(r *Request) { r.Server = "gitlab" },
-		"another tool":       func(r *Request) { r.Tool = "delete_issue" },
-		"another client":     func(r *Request) { r.Client = "cursor" },
-		"another value":      func(r *Request) { r.Args = json.RawMessage(`{"a":2,"b":[true,null,"x"]}`) },
-		"number as written":  func(r *Request) { r.Args = json.RawMessage(`{"a":1.0,"b":[true,null,"x"]}`) },
-		"a changed tool":     func(r *Request) { r.Change = &Change{Old: json.RawMessage(`{}`), New: json.RawMessage(`{"d":1}`)} },
-		"fields run into":    func(r *Request) { r.Server, r.Tool = "githubcreate", "_issue" },
-		"nested key order":   func(r *Request) { r.Args = json.RawMessage(`{"a":1,"b":[null,true,"x"]}`) },
+		"another server":    func(r *Request) { r.Server = "gitlab" },
+		"another tool":      func(r *Request) { r.Tool = "delete_issue" },
+		"another client":    func(r *Request) { r.Client = "cursor" },
+		"another value":     func(r *Request) { r.Args = json.RawMessage(`{"a":2,"b":[true,null,"x"]}`) },
+		"number as written": func(r *Request) { r.Args = json.RawMessage(`{"a":1.0,"b":[true,null,"x"]}`) },
+		"a changed tool":    func(r *Request) { r.Change = &Change{Old: json.RawMessage(`{}`), New: json.RawMessage(`{"d":1}`)} },
+		"fields run into":   func(r *Request) { r.Server, r.Tool = "githubcreate", "_issue" },
+		"array order":       func(r *Request) { r.Args = json.RawMessage(`{"a":1,"b":[null,true,"x"]}`) },
 	}
 	for name, f := range differ {
 		if got := key(f); got == want {

@@ -51,7 +51,6 @@ func TestOtherUserRefused(t *testing.T) {
 	none(t, ui.shown)
 }
 
-
 // runAs runs the test binary bin as uid, in helper mode, and returns what
 // it printed.
 func runAs(tb testing.TB, bin string, uid int, mode, path string) (string, error) {

@@ -283,12 +283,14 @@ func (a *approver) answerAhead() {
 	for len(a.ahead) > 0 && len(a.queue) > 0 {
 		line := a.ahead[0]
 		a.ahead = a.ahead[1:]
-		fmt.Fprintln(a.c.stdout, line)
 		a.answer(line)
 	}
 }
 
 func (a *approver) answer(line string) {
+	if !a.terminal {
+		fmt.Fprintln(a.c.stdout, line) // a terminal shows what was typed
+	}
 	line = strings.TrimSpace(line)
 	if line == "" {
 		a.prompt()
