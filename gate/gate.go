@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -61,10 +62,19 @@ type Config struct {
 	Policies Policies
 	Pins     receipts.Migrator // the database that holds the pins
 	Ask      AskFunc
+	// Secrets resolves the vault://secret/<id> references an agent passes
+	// in arguments, for the secrets the deciding rule binds (*vault.Vault is
+	// one). Nil refuses every reference.
+	Secrets SecretSource
 	// ApprovalWait bounds one wait for an approver; zero means
 	// DefaultApprovalWait.
 	ApprovalWait time.Duration
 	Logger       *slog.Logger
+}
+
+// SecretSource returns a secret's value by id.
+type SecretSource interface {
+	Secret(id string) (string, error)
 }
 
 // A Gate governs one proxy session's calls to one server.
@@ -152,12 +162,21 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	var resolved json.RawMessage
+	var redact map[string]string
 	if d.verdict == policy.Allow {
-		if ref := findRef(args); ref != "" {
-			// No policy binds a secret to a capability yet: a reference
-			// the agent passes is refused rather than resolved.
+		var bound []string
+		if rule := pol.Rule(d.rule); rule != nil {
+			bound = rule.Secrets
+		}
+		resolved, redact, err = g.resolveRefs(args, bound)
+		var unbound *unboundRef
+		switch {
+		case errors.As(err, &unbound):
 			d.verdict, d.rule = policy.Deny, "vault:unbound"
-			d.why = fmt.Sprintf("Gatehouse refused this call: the argument %s refers to a secret that no rule binds to %s, so it was not resolved and the call did not run.", ref, capability)
+			d.why = fmt.Sprintf("Gatehouse refused this call: the argument %s refers to a secret that no rule binds to %s, so it was not resolved and the call did not run.", unbound.ref, capability)
+		case err != nil:
+			return nil, err
 		}
 	}
 	r := entry.Receipt{
@@ -171,7 +190,9 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		return nil, fmt.Errorf("write the receipt: %w", err)
 	}
 	auth := &gateway.Authorization{Allow: d.verdict == policy.Allow, Receipt: e.ID}
-	if !auth.Allow {
+	if auth.Allow {
+		auth.Arguments, auth.Redact = resolved, redact
+	} else {
 		auth.Message = g.message(capability, d, e.ID)
 	}
 	g.log.Info("decided", slog.String("capability", capability), slog.String("decision", string(d.verdict)),
@@ -404,37 +425,79 @@ func (g *Gate) Complete(ctx context.Context, c *gateway.Call, a *gateway.Authori
 	}
 }
 
-// findRef returns the first vault:// reference among the string values of
-// args, or "".
-func findRef(args json.RawMessage) string {
+// unboundRef is a reference to a secret the deciding rule does not bind.
+type unboundRef struct{ ref string }
+
+func (e *unboundRef) Error() string { return "unbound secret reference " + e.ref }
+
+// resolveRefs replaces each string value of args that is a vault://secret/
+// reference with the secret's value, if the deciding rule binds it. It
+// returns the new arguments (nil when there were no references) and the
+// values it put in, which the proxy then keeps out of the result. The
+// receipt records the arguments as the agent sent them: references, never
+// values.
+func (g *Gate) resolveRefs(args json.RawMessage, bound []string) (json.RawMessage, map[string]string, error) {
 	if !strings.Contains(string(args), "vault://") {
-		return ""
+		return nil, nil, nil
 	}
 	var v any
-	if json.Unmarshal(args, &v) != nil {
-		return ""
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, nil, nil // not JSON: the server will say so
 	}
-	var walk func(any) string
-	walk = func(v any) string {
+	values := map[string]string{}
+	var walk func(any) (any, error)
+	walk = func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
-			if strings.HasPrefix(x, "vault://") {
-				return x
+			if !strings.HasPrefix(x, "vault://") {
+				return x, nil
 			}
+			id, ok := strings.CutPrefix(x, vaultRefPrefix)
+			if !ok || !slices.Contains(bound, id) || g.cfg.Secrets == nil {
+				return nil, &unboundRef{x}
+			}
+			val, err := g.cfg.Secrets.Secret(id)
+			if err != nil {
+				return nil, fmt.Errorf("resolve %s: %w", x, err)
+			}
+			values[id] = val
+			return val, nil
 		case []any:
-			for _, e := range x {
-				if r := walk(e); r != "" {
-					return r
+			for i := range x {
+				r, err := walk(x[i])
+				if err != nil {
+					return nil, err
 				}
+				x[i] = r
 			}
+			return x, nil
 		case map[string]any:
-			for _, e := range x {
-				if r := walk(e); r != "" {
-					return r
+			for k, e := range x {
+				r, err := walk(e)
+				if err != nil {
+					return nil, err
 				}
+				x[k] = r
 			}
+			return x, nil
 		}
-		return ""
+		return v, nil
 	}
-	return walk(v)
+	out, err := walk(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(values) == 0 {
+		return nil, nil, nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, values, nil
 }
+
+// vaultRefPrefix starts a reference to a secret (as package vault has it).
+const vaultRefPrefix = "vault://secret/"

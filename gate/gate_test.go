@@ -277,3 +277,41 @@ func TestOutcome(t *testing.T) {
 		t.Errorf("outcome = %s %+v", e.Kind, o)
 	}
 }
+
+type secrets map[string]string
+
+func (s secrets) Secret(id string) (string, error) {
+	if v, ok := s[id]; ok {
+		return v, nil
+	}
+	return "", errors.New("not in the keychain")
+}
+
+func TestBoundSecretReferences(t *testing.T) {
+	h := newHarness(t)
+	h.g.cfg.Secrets = secrets{"gh-token": "ghp_real_value_123", "other": "x"}
+	p, _ := h.pol.Current(context.Background())
+	p = p.Clone()
+	p.Rules = append(p.Rules, policy.Rule{ID: "gh", Capability: "mcp.files.create_issue", Decision: policy.Allow, Secrets: []string{"gh-token"}})
+	if _, err := h.pol.Save(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	def := tool("create_issue", "", nil)
+	a, err := h.call("create_issue", def, `{"title":"t","auth":{"token":"vault://secret/gh-token"}}`)
+	if err != nil || !a.Allow {
+		t.Fatalf("bound reference: %+v, %v", a, err)
+	}
+	if !strings.Contains(string(a.Arguments), `"token":"ghp_real_value_123"`) || a.Redact["gh-token"] != "ghp_real_value_123" {
+		t.Errorf("arguments sent = %s, redact = %v", a.Arguments, a.Redact)
+	}
+	// The receipt's stored arguments hold the reference, never the value.
+	s, _ := h.log.EntryByID(context.Background(), a.Receipt)
+	if len(s.Payloads) != 1 || !strings.Contains(string(s.Payloads[0].Data), "vault://secret/gh-token") || strings.Contains(string(s.Payloads[0].Data), "ghp_real") {
+		t.Errorf("stored arguments = %s", s.Payloads[0].Data)
+	}
+	// A secret the rule does not bind is refused.
+	a, err = h.call("create_issue", def, `{"auth":"vault://secret/other"}`)
+	if err != nil || a.Allow || h.receipt(a.Receipt).Rule != "vault:unbound" {
+		t.Errorf("unbound reference: %+v, %v", a, err)
+	}
+}

@@ -74,6 +74,9 @@ type Authorization struct {
 	Message string
 	// Receipt is the id of the receipt that records the decision.
 	Receipt string
+	// Redact are secret values (by id) put into the arguments: they are
+	// kept out of this call's result like the server's own secrets.
+	Redact map[string]string
 }
 
 // An Outcome is what a call that ran did.

@@ -447,8 +447,15 @@ func (r *relay) fromServer(frame []byte) {
 	}
 	r.mu.Unlock()
 	var findings []Finding
+	if done != nil && done.auth != nil && len(done.auth.Redact) > 0 {
+		frame, findings = newRedactor(done.auth.Redact).redact(frame)
+	}
 	if r.redact != nil {
-		frame, findings = r.redact.redact(frame)
+		var more []Finding
+		frame, more = r.redact.redact(frame)
+		findings = append(findings, more...)
+	}
+	if len(findings) > 0 {
 		for _, f := range findings {
 			r.log.Warn("redacted a secret the server sent", slog.String("secret", f.Secret),
 				slog.String("encoding", f.Encoding), slog.Int("count", f.Count), slog.String("method", msgs[0].method))

@@ -218,6 +218,9 @@ func (r *Rule) summary() string {
 		b.WriteString(", " + a.summary())
 	}
 	fmt.Fprintf(&b, " → %s", r.Decision)
+	if len(r.Secrets) > 0 {
+		fmt.Fprintf(&b, " with secrets %s", strings.Join(r.Secrets, ", "))
+	}
 	return b.String()
 }
 

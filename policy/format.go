@@ -153,6 +153,18 @@ func parseRule(t map[string]any, fail func(key, format string, args ...any) erro
 			r.Client, err = str(k)
 		case "note":
 			r.Note, err = str(k)
+		case "secrets":
+			list, ok := t[k].([]any)
+			if !ok {
+				return r, fail(k, "%s: secrets: want a list of secret ids, not %s", name, tomlType(t[k]))
+			}
+			for _, v := range list {
+				id, ok := v.(string)
+				if !ok {
+					return r, fail(k, "%s: secrets: want secret ids (strings), not %s", name, tomlType(v))
+				}
+				r.Secrets = append(r.Secrets, id)
+			}
 		case "risk":
 			var s string
 			if s, err = str(k); err == nil {
@@ -182,7 +194,7 @@ func parseRule(t map[string]any, fail func(key, format string, args ...any) erro
 				r.Args = append(r.Args, a)
 			}
 		default:
-			err = fail(k, "%s: unknown setting %q (want id, capability, client, risk, decision, note or args)", name, k)
+			err = fail(k, "%s: unknown setting %q (want id, capability, client, risk, decision, note, secrets or args)", name, k)
 		}
 		if err != nil {
 			return r, err
@@ -340,6 +352,13 @@ func (p *Policy) Format() []byte {
 		field("risk", strings.ToLower(string(r.Risk)))
 		field("decision", canonDecision(r.Decision))
 		field("note", r.Note)
+		if len(r.Secrets) > 0 {
+			quoted := make([]string, len(r.Secrets))
+			for i, id := range r.Secrets {
+				quoted[i] = quote(id)
+			}
+			fmt.Fprintf(&b, "secrets = [%s]\n", strings.Join(quoted, ", "))
+		}
 		if len(r.Args) > 0 {
 			b.WriteString("args = [\n")
 			for _, a := range r.Args {

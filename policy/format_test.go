@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -216,5 +217,34 @@ decision = "DENY"
 	}
 	if d := Diff(from, from); len(d) != 0 {
 		t.Errorf("Diff(p, p) = %q, want nothing", d)
+	}
+}
+
+func TestSecretsBinding(t *testing.T) {
+	p, err := Parse([]byte(`
+[[rule]]
+id = "gh"
+capability = "mcp.github.create_issue"
+decision = "ALLOW"
+secrets = ["gh-token", "gh.APP_KEY"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Rule("gh").Secrets; !slices.Equal(got, []string{"gh-token", "gh.APP_KEY"}) {
+		t.Errorf("Secrets = %q", got)
+	}
+	q, err := Parse(p.Format())
+	if err != nil || !slices.Equal(q.Rule("gh").Secrets, p.Rule("gh").Secrets) {
+		t.Errorf("round trip lost the secrets: %v\n%s", err, p.Format())
+	}
+	for _, bad := range []string{
+		"[[rule]]\nid = \"x\"\ncapability = \"mcp.a.b\"\ndecision = \"DENY\"\nsecrets = [\"t\"]\n",
+		"[[rule]]\nid = \"x\"\ncapability = \"mcp.a.b\"\ndecision = \"ALLOW\"\nsecrets = [\"../t\"]\n",
+		"[[rule]]\nid = \"x\"\ncapability = \"mcp.a.b\"\ndecision = \"ALLOW\"\nsecrets = \"t\"\n",
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("Parse(%q) accepted it", bad)
+		}
 	}
 }

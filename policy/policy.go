@@ -224,6 +224,10 @@ type Rule struct {
 	Args     []ArgConstraint
 	Decision Decision
 	Note     string // why, for people
+	// Secrets are the ids of vault secrets this rule binds to the calls it
+	// allows: an agent may pass vault://secret/<id> in their arguments, and
+	// the proxy resolves it just before the call. ALLOW rules only.
+	Secrets []string
 }
 
 // An ArgConstraint is a condition on one string argument of a call. Every
@@ -286,6 +290,7 @@ func (p *Policy) Clone() *Policy {
 	q.Rules = make([]Rule, len(p.Rules))
 	for i, r := range p.Rules {
 		r.Args = append([]ArgConstraint(nil), r.Args...)
+		r.Secrets = append([]string(nil), r.Secrets...)
 		q.Rules[i] = r
 	}
 	if p.Rules == nil {
@@ -405,6 +410,14 @@ func (r *Rule) validate(i int) *problem {
 	if err := validateText(r.Note, true); err != nil {
 		return bad("note", "note: %v", err)
 	}
+	if len(r.Secrets) > 0 && r.Decision != Allow {
+		return bad("secrets", "secrets are bound by ALLOW rules only")
+	}
+	for _, id := range r.Secrets {
+		if !secretIDRE.MatchString(id) {
+			return bad("secrets", "invalid secret id %q: use 1-128 letters, digits, '.', '-' or '_', starting with a letter or digit", id)
+		}
+	}
 	for j, a := range r.Args {
 		if err := a.validate(); err != nil {
 			return bad("args", "argument constraint %d: %v", j+1, err)
@@ -518,3 +531,6 @@ func isAbs(s string) bool {
 	return len(s) >= 3 && s[1] == ':' && s[2] == '/' &&
 		('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z')
 }
+
+// secretIDRE is what names a vault secret (as package vault has it).
+var secretIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)

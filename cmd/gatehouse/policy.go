@@ -52,7 +52,7 @@ var policyShowCmd = &command{
 
 var policySetCmd = &command{
 	name:    "policy set",
-	usage:   "CAPABILITY DECISION [--client NAME] [--risk RISK] [--arg ARG (--under DIR | --equals V | --matches RE)]... [--id ID] [--note TEXT]\n       gatehouse policy set --risk RISK DECISION\n       gatehouse policy set default DECISION",
+	usage:   "CAPABILITY DECISION [--client NAME] [--risk RISK] [--arg ARG (--under DIR | --equals V | --matches RE)]... [--id ID] [--note TEXT] [--secret ID]...\n       gatehouse policy set --risk RISK DECISION\n       gatehouse policy set default DECISION",
 	summary: "add or change a rule, a risk default, or the global default",
 	help: `
 DECISION is ALLOW, DENY or APPROVAL_REQUIRED. A rule with the same
@@ -68,6 +68,11 @@ capability or --client it narrows a rule to tools of that class.
 after it say what must hold. A relative --under folder is made absolute.
 The rule applies only when every constraint holds.
 
+--secret ID binds the vault secret ID to the calls an ALLOW rule allows:
+an agent may then pass vault://secret/ID in their arguments, and the proxy
+puts the value in just before the call (the receipt keeps the reference),
+and keeps it out of the result. A reference no rule binds is refused.
+
 Every change is a new policy version, recorded in the evidence log before
 it takes effect: the keychain holding the log's signing key must be
 reachable.
@@ -78,12 +83,14 @@ Examples:
   gatehouse policy set --risk high ALLOW --client ci-bot
   gatehouse policy set --risk low APPROVAL_REQUIRED
   gatehouse policy set default DENY
+  gatehouse policy set mcp.github.create_issue ALLOW --secret gh-token
 ` + policyHelp,
 	flags: func(fs *flag.FlagSet) {
 		fs.String("client", "", "only calls from the client `NAME` (a glob)")
 		fs.String("risk", "", "only tools of the `RISK` class; alone: that class's default")
 		fs.String("id", "", "the rule's `ID` (replaces the rule with this id)")
 		fs.String("note", "", "why, for people reading the policy")
+		fs.Var(&listFlag{}, "secret", "bind the vault secret `ID` to the calls this ALLOW rule allows (repeatable)")
 		cs := &constraintFlags{}
 		fs.Var(argFlag{cs}, "arg", "start a constraint on the argument `ARG` (a name or a JSON pointer)")
 		fs.Var(condFlag{cs, "under"}, "under", "the --arg is a path inside `DIR`")
@@ -398,7 +405,7 @@ func runPolicySet(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 	}
 	rule := policy.Rule{
 		ID: str("id"), Capability: target, Client: str("client"), Risk: riskClass,
-		Args: cs.list, Decision: d, Note: str("note"),
+		Args: cs.list, Decision: d, Note: str("note"), Secrets: secretList(fs),
 	}
 	for i, a := range rule.Args {
 		if a.Under == "" {
@@ -569,4 +576,13 @@ func (f condFlag) Set(s string) error {
 	}
 	*dst = s
 	return nil
+}
+
+// secretList returns the --secret ids, or nil when none were given.
+func secretList(fs *flag.FlagSet) []string {
+	ids := *fs.Lookup("secret").Value.(*listFlag)
+	if len(ids) == 0 {
+		return nil
+	}
+	return ids
 }

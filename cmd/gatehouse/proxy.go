@@ -144,6 +144,7 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 		Ask: func(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error) {
 			return approval.Ask(ctx, socket, req, wait, progress)
 		},
+		Secrets:      vaultFor(st),
 		ApprovalWait: c.approvalWait,
 		Logger:       log,
 	})
