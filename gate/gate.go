@@ -125,6 +125,7 @@ type decision struct {
 
 // Authorize implements [gateway.Governor].
 func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(string)) (*gateway.Authorization, error) {
+	start := time.Now()
 	capability := policy.Capability(g.cfg.Server, c.Tool)
 	pol, err := g.currentPolicy(ctx)
 	if err != nil {
@@ -185,6 +186,7 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		Client: entry.Client{Name: c.Client.Name, Version: c.Client.Version}, ToolHash: toolHash, Session: c.Session,
 	}
 	// A decision that was made is written even if the client has given up.
+	decided := time.Now()
 	e, err := g.cfg.Log.AppendReceipt(context.WithoutCancel(ctx), r, args)
 	if err != nil {
 		return nil, fmt.Errorf("write the receipt: %w", err)
@@ -196,7 +198,8 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		auth.Message = g.message(capability, d, e.ID)
 	}
 	g.log.Info("decided", slog.String("capability", capability), slog.String("decision", string(d.verdict)),
-		slog.String("rule", d.rule), slog.String("receipt", e.ID))
+		slog.String("rule", d.rule), slog.String("receipt", e.ID),
+		slog.Duration("decide", decided.Sub(start)), slog.Duration("receipt_write", time.Since(decided)))
 	return auth, nil
 }
 

@@ -69,14 +69,14 @@ func (a *approver) count() int {
 }
 
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	g   *Gate
 	log *receipts.Log
 	pol *policy.Store
 	app *approver
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, t.TempDir(), nil)

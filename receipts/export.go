@@ -51,7 +51,7 @@ import (
 // given must all match. The zero ExportFilter chooses the whole log.
 type ExportFilter struct {
 	From, To  time.Time    // entries at or after From and before To; zero means unbounded
-	Servers   []string     // calls to these servers: their receipts and outcomes
+	Servers   []string     // calls to these servers (receipts, outcomes), and pins of their tools
 	Decisions []string     // calls with these decisions (ALLOW, DENY, APPROVAL_REQUIRED)
 	Statuses  []string     // calls whose outcome has these statuses (SUCCEEDED, FAILED, UNKNOWN)
 	Kinds     []entry.Kind // entries of these kinds
@@ -197,7 +197,9 @@ func (l *Log) writeBundle(ctx context.Context, dir string, opts *ExportOptions) 
 	if w.root, err = tlog.TreeHash(w.size, w.hashes); err != nil {
 		return nil, fmt.Errorf("tree hash: %w", err)
 	}
-	steps := []func() error{w.writeEntries, w.writePayloads, w.writeKeys, w.writeCheckpoint, w.writeConsistency, w.writeReport, w.writeManifest}
+	// The keys first, and the earlier checkpoint checked against them,
+	// before anything else is written.
+	steps := []func() error{w.readKeys, w.writeConsistency, w.writeEntries, w.writePayloads, w.writeKeys, w.writeCheckpoint, w.writeReport, w.writeManifest}
 	for _, step := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -333,15 +335,23 @@ func (w *bundleWriter) eachIndex(query string, f func(int64)) error {
 	return rows.Err()
 }
 
-// dense reports whether the bundle holds a large share of the log: then the
-// export reads whole tables at once rather than row by row.
-func (w *bundleWriter) dense() bool { return int64(len(w.indexes))*4 >= w.size }
+// A lookup by index costs about as much as reading a hundred rows in a
+// scan; a payload may be megabytes. The export scans a table when it needs
+// more than a share of its rows: one in fifty for entries, one in four for
+// payloads.
+func (w *bundleWriter) scanEntries() bool  { return int64(len(w.indexes))*50 >= w.size }
+func (w *bundleWriter) scanPayloads() bool { return int64(len(w.indexes))*4 >= w.size }
 
-// loadHashes prepares the tree's stored hashes for the proofs: all of them
-// in memory when there are many proofs to make (2 hashes per entry, 64 MB
-// at a million entries), else read for each proof.
+// maxMemoryHashes bounds the stored hashes loadHashes holds: 32 bytes each,
+// about two per entry (1 GiB: a log of 16 million entries).
+const maxMemoryHashes = 32 << 20
+
+// loadHashes prepares the tree's stored hashes for the proofs: read all at
+// once into memory when there are more than a few proofs to make (a query
+// per proof costs far more than reading its hashes in a scan), else read
+// for each proof.
 func (w *bundleWriter) loadHashes() error {
-	if w.complete || !w.dense() {
+	if w.complete || len(w.indexes) < 64 || tlog.StoredHashCount(w.size) > maxMemoryHashes {
 		w.hashes = txHashReader{ctx: w.ctx, tx: w.tx}
 		return nil
 	}
@@ -475,10 +485,10 @@ type exportRow struct {
 	data []byte
 }
 
-// eachEntry calls f for each exported entry, in order: a scan of the table
-// when the bundle is dense, a lookup per entry otherwise.
+// eachEntry calls f for each exported entry, in order: from a scan of the
+// table, or a lookup per entry (scanEntries).
 func (w *bundleWriter) eachEntry(f func(exportRow) error) error {
-	if w.dense() {
+	if w.scanEntries() {
 		rows, err := w.tx.QueryContext(w.ctx, `SELECT idx, data FROM entries WHERE idx < ? ORDER BY idx`, w.size)
 		if err != nil {
 			return err
@@ -564,13 +574,6 @@ func (w *bundleWriter) writeEntries() error {
 			}
 		}
 		row := w.describe(&e)
-		if e.Kind == entry.KindKey {
-			var k entry.KeyEvent
-			if err := json.Unmarshal(e.Body, &k); err != nil {
-				return fmt.Errorf("entry %d: key body: %w", r.idx, err)
-			}
-			w.keys = append(w.keys, keyRow{ID: k.KeyID, Action: k.Action, Index: e.Index, Previous: k.Previous, Public: k.PublicKey, Time: e.Time})
-		}
 		w.summary.add(row)
 		return cw.Write(row.csv())
 	})
@@ -668,7 +671,7 @@ func (w *bundleWriter) writePayloads() error {
 	}
 	const cols = `p.entry_idx, e.id, p.part, p.commitment, p.salt, p.data, p.erased_by IS NOT NULL
 		FROM payloads p JOIN entries e ON e.idx = p.entry_idx`
-	if w.dense() {
+	if w.scanPayloads() {
 		rows, err := w.tx.QueryContext(w.ctx, `SELECT `+cols+` WHERE p.entry_idx < ? ORDER BY p.entry_idx, p.part`, w.size)
 		if err == nil {
 			err = scan(rows)
@@ -693,6 +696,35 @@ func (w *bundleWriter) writePayloads() error {
 		}
 	}
 	return pf.close(w)
+}
+
+// readKeys reads the key entries before the checkpoint: every bundle holds
+// them all.
+func (w *bundleWriter) readKeys() error {
+	rows, err := w.tx.QueryContext(w.ctx, `SELECT idx, data FROM entries WHERE kind = 'key' AND idx < ? ORDER BY idx`, w.size)
+	if err != nil {
+		return fmt.Errorf("read keys: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r exportRow
+		if err := rows.Scan(&r.idx, &r.data); err != nil {
+			return fmt.Errorf("read keys: %w", err)
+		}
+		var e entry.Entry
+		var k entry.KeyEvent
+		if err := json.Unmarshal(r.data, &e); err != nil {
+			return fmt.Errorf("read key entry %d: %w", r.idx, err)
+		}
+		if err := json.Unmarshal(e.Body, &k); err != nil {
+			return fmt.Errorf("read key entry %d: %w", r.idx, err)
+		}
+		w.keys = append(w.keys, keyRow{ID: k.KeyID, Action: k.Action, Index: e.Index, Previous: k.Previous, Public: k.PublicKey, Time: e.Time})
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read keys: %w", err)
+	}
+	return nil
 }
 
 // writeKeys writes keys.jwks.json: every key the log announces before the
@@ -731,7 +763,7 @@ func (w *bundleWriter) writeBytes(name string, b []byte) error {
 }
 
 func (w *bundleWriter) writeCheckpoint() error {
-	signed, err := entry.SignCheckpoint(entry.Checkpoint{Log: w.l.id, Size: w.size, Hash: w.root}, w.l.key)
+	signed, err := entry.SignCheckpoint(entry.Checkpoint{Log: w.l.id, Size: w.size, Hash: w.root}, w.l.currentKey())
 	if err != nil {
 		return fmt.Errorf("sign checkpoint: %w", err)
 	}
@@ -809,7 +841,7 @@ func (w *bundleWriter) writeManifest() error {
 			Payloads: w.summary.payloads, Erased: w.summary.erasedPayloads},
 		Files: w.files,
 	}
-	data, err := verify.SignManifest(m, w.l.key)
+	data, err := verify.SignManifest(m, w.l.currentKey())
 	if err != nil {
 		return err
 	}
@@ -1083,7 +1115,7 @@ func (w *bundleWriter) writeReport() error {
 		"Generator":  w.generator(),
 		"Size":       w.size,
 		"TreeHash":   entry.FormatTreeHash(w.root),
-		"SignedBy":   w.l.keyID,
+		"SignedBy":   w.l.KeyID(),
 		"Complete":   w.complete,
 		"Entries":    len(w.indexes),
 		"Selected":   s.selected,

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -45,10 +46,14 @@ var ErrNotFound = errors.New("not found")
 // It is safe for concurrent use, and other processes may use the same
 // database at the same time.
 type Log struct {
-	db    *sql.DB
-	id    string
-	key   ed25519.PrivateKey
-	keyID string
+	commits committer
+	stmts   stmts
+	db      *sql.DB
+	id      string
+
+	keyMu sync.Mutex
+	key   ed25519.PrivateKey // guarded by keyMu
+	keyID string             // guarded by keyMu
 }
 
 // Open opens the log in m's database, creating it on first use, and makes
@@ -59,6 +64,8 @@ func Open(ctx context.Context, m Migrator, key ed25519.PrivateKey) (*Log, error)
 		return nil, fmt.Errorf("open evidence log: %w", err)
 	}
 	l := &Log{db: m.DB(), key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey))}
+	l.commits = committer{l: l, wake: make(chan struct{}, 1)}
+	l.stmts.db = l.db
 	if _, err := l.db.ExecContext(ctx, `INSERT OR IGNORE INTO log_meta (key, value) VALUES ('id', ?)`,
 		strings.TrimPrefix(entry.NewID("l"), "l-")); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
@@ -76,7 +83,22 @@ func Open(ctx context.Context, m Migrator, key ed25519.PrivateKey) (*Log, error)
 func (l *Log) ID() string { return l.id }
 
 // KeyID returns the id of the key the log signs with.
-func (l *Log) KeyID() string { return l.keyID }
+func (l *Log) KeyID() string {
+	_, id := l.signer()
+	return id
+}
+
+func (l *Log) currentKey() ed25519.PrivateKey {
+	k, _ := l.signer()
+	return k
+}
+
+// signer returns the key the log signs with now, and its id.
+func (l *Log) signer() (ed25519.PrivateKey, string) {
+	l.keyMu.Lock()
+	defer l.keyMu.Unlock()
+	return l.key, l.keyID
+}
 
 // announce appends a key entry for key unless the log already has one.
 // "added" is signed by the key itself; "rotated" by the log's current key.
@@ -85,7 +107,7 @@ func (l *Log) announce(ctx context.Context, key ed25519.PrivateKey, action, prev
 	kid := entry.KeyID(pub)
 	signWith := key
 	if action == "rotated" {
-		signWith = l.key
+		signWith = l.currentKey()
 	}
 	return l.inTx(ctx, func(tx *sql.Tx) error {
 		var n int
@@ -109,11 +131,13 @@ func (l *Log) announce(ctx context.Context, key ed25519.PrivateKey, action, prev
 // current one, and signs with it from then on. Entries signed by the old key
 // still verify: its public key stays in the log.
 func (l *Log) Rotate(ctx context.Context, next ed25519.PrivateKey) error {
-	if err := l.announce(ctx, next, "rotated", l.keyID); err != nil {
+	if err := l.announce(ctx, next, "rotated", l.KeyID()); err != nil {
 		return fmt.Errorf("rotate key: %w", err)
 	}
+	l.keyMu.Lock()
 	l.key = next
 	l.keyID = entry.KeyID(next.Public().(ed25519.PublicKey))
+	l.keyMu.Unlock()
 	return nil
 }
 
@@ -187,12 +211,9 @@ func (l *Log) AppendEvent(ctx context.Context, kind entry.Kind, body any) (*entr
 }
 
 func (l *Log) append(ctx context.Context, d draft) (*entry.Entry, error) {
-	var e *entry.Entry
-	err := l.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		e, err = l.appendTx(ctx, tx, l.key, d)
-		return err
-	})
+	// Receipts are urgent (a call waits for its receipt); outcomes ride
+	// with the next commit.
+	e, err := l.commits.submit(ctx, d, d.kind != entry.KindOutcome)
 	if err != nil {
 		return nil, fmt.Errorf("append %s: %w", d.kind, err)
 	}
@@ -202,10 +223,18 @@ func (l *Log) append(ctx context.Context, d draft) (*entry.Entry, error) {
 // appendTx appends d as the log's next entry inside tx.
 func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, d draft) (*entry.Entry, error) {
 	var n int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`).Scan(&n); err != nil {
+	rows, err := l.stmts.query(ctx, tx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`)
+	if err != nil {
 		return nil, err
 	}
-	hr := hashReader{ctx: ctx, q: tx}
+	for rows.Next() {
+		err = rows.Scan(&n)
+	}
+	rows.Close()
+	if err != nil {
+		return nil, err
+	}
+	hr := hashReader{ctx: ctx, q: tx, tx: tx, stmts: &l.stmts}
 	prev, err := tlog.TreeHash(n, hr)
 	if err != nil {
 		return nil, fmt.Errorf("tree hash at %d: %w", n, err)
@@ -229,19 +258,19 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 	}
 	base := tlog.StoredHashIndex(0, n)
 	for i, h := range hashes {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO log_hashes (idx, hash) VALUES (?, ?)`, base+int64(i), h[:]); err != nil {
+		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO log_hashes (idx, hash) VALUES (?, ?)`, base+int64(i), h[:]); err != nil {
 			return nil, err
 		}
 	}
 	c := d.index
-	if _, err := tx.ExecContext(ctx, `INSERT INTO entries
+	if _, err := l.stmts.exec(ctx, tx, `INSERT INTO entries
 		(idx, id, kind, time_ns, key_id, server, tool, decision, status, client, receipt_id, data)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		n, e.ID, string(e.Kind), now.UnixNano(), e.Key, c.server, c.tool, c.decision, c.status, c.client, c.receipt, data); err != nil {
 		return nil, err
 	}
 	for _, p := range d.payloads {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO payloads (entry_idx, part, salt, data, commitment) VALUES (?, ?, ?, ?, ?)`,
+		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO payloads (entry_idx, part, salt, data, commitment) VALUES (?, ?, ?, ?, ?)`,
 			n, p.part, p.salt, nonNil(p.data), p.commitment); err != nil {
 			return nil, err
 		}
@@ -253,7 +282,9 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 	}
 	// Search follows the log: the entry is in the full-text index when it
 	// commits, and not if it does not (search.go).
-
+	if err := indexEntryTx(ctx, tx, e, d.index); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -284,18 +315,59 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// hashReader reads the tree's stored hashes for tlog.
+// hashReader reads the tree's stored hashes for tlog: in tx with cached
+// statements when stmts is set, else with q.
 type hashReader struct {
-	ctx context.Context
-	q   querier
+	ctx   context.Context
+	q     querier
+	tx    *sql.Tx
+	stmts *stmts
 }
 
 func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
+	if len(indexes) == 0 {
+		return out, nil
+	}
+	// One query for all of them: a tree hash needs about log2(size).
+	var q strings.Builder
+	q.WriteString(`SELECT idx, hash FROM log_hashes WHERE idx IN (`)
+	args := make([]any, len(indexes))
 	for i, idx := range indexes {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteByte('?')
+		args[i] = idx
+	}
+	q.WriteByte(')')
+	var rows *sql.Rows
+	var err error
+	if r.stmts != nil {
+		rows, err = r.stmts.query(r.ctx, r.tx, q.String(), args...)
+	} else {
+		rows, err = r.q.QueryContext(r.ctx, q.String(), args...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read tree hashes: %w", err)
+	}
+	defer rows.Close()
+	found := make(map[int64][]byte, len(indexes))
+	for rows.Next() {
+		var idx int64
 		var b []byte
-		if err := r.q.QueryRowContext(r.ctx, `SELECT hash FROM log_hashes WHERE idx = ?`, idx).Scan(&b); err != nil {
-			return nil, fmt.Errorf("read tree hash %d: %w", idx, err)
+		if err := rows.Scan(&idx, &b); err != nil {
+			return nil, fmt.Errorf("read tree hashes: %w", err)
+		}
+		found[idx] = b
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read tree hashes: %w", err)
+	}
+	for i, idx := range indexes {
+		b, ok := found[idx]
+		if !ok {
+			return nil, fmt.Errorf("read tree hash %d: %w", idx, sql.ErrNoRows)
 		}
 		if len(b) != tlog.HashSize {
 			return nil, fmt.Errorf("read tree hash %d: %d bytes", idx, len(b))
@@ -347,4 +419,5 @@ var migrations = []string{
 		PRIMARY KEY (entry_idx, part)
 	) STRICT`,
 	// 2: full-text search and the filters' indexes (search.go explains).
+	searchMigration,
 }

@@ -27,7 +27,7 @@ func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) 
 		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`).Scan(&c.Size); err != nil {
 			return err
 		}
-		h, err := tlog.TreeHash(c.Size, hashReader{ctx, tx})
+		h, err := tlog.TreeHash(c.Size, hashReader{ctx: ctx, q: tx})
 		c.Hash = h
 		return err
 	})
@@ -35,7 +35,7 @@ func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) 
 		return nil, c, fmt.Errorf("checkpoint: %w", err)
 	}
 	c.Log = l.id
-	signed, err := entry.SignCheckpoint(c, l.key)
+	signed, err := entry.SignCheckpoint(c, l.currentKey())
 	if err != nil {
 		return nil, c, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -44,7 +44,7 @@ func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) 
 
 // ProveInclusion proves that entry index is in the tree of the given size.
 func (l *Log) ProveInclusion(ctx context.Context, index, size int64) (tlog.RecordProof, error) {
-	p, err := tlog.ProveRecord(size, index, hashReader{ctx, l.db})
+	p, err := tlog.ProveRecord(size, index, hashReader{ctx: ctx, q: l.db})
 	if err != nil {
 		return nil, fmt.Errorf("prove entry %d in %d: %w", index, size, err)
 	}
@@ -54,7 +54,7 @@ func (l *Log) ProveInclusion(ctx context.Context, index, size int64) (tlog.Recor
 // ProveConsistency proves that the tree of size oldSize is a prefix of the
 // tree of size newSize.
 func (l *Log) ProveConsistency(ctx context.Context, oldSize, newSize int64) (tlog.TreeProof, error) {
-	p, err := tlog.ProveTree(newSize, oldSize, hashReader{ctx, l.db})
+	p, err := tlog.ProveTree(newSize, oldSize, hashReader{ctx: ctx, q: l.db})
 	if err != nil {
 		return nil, fmt.Errorf("prove %d consistent with %d: %w", oldSize, newSize, err)
 	}
@@ -63,7 +63,7 @@ func (l *Log) ProveConsistency(ctx context.Context, oldSize, newSize int64) (tlo
 
 // TreeHash returns the tree hash of the log's first size entries.
 func (l *Log) TreeHash(ctx context.Context, size int64) (tlog.Hash, error) {
-	return tlog.TreeHash(size, hashReader{ctx, l.db})
+	return tlog.TreeHash(size, hashReader{ctx: ctx, q: l.db})
 }
 
 // A Stored entry is an entry as the log holds it: its signed bytes, and its
@@ -211,7 +211,7 @@ func (l *Log) Erase(ctx context.Context, ids []string, reason string) (*entry.En
 			return nil
 		}
 		var err error
-		e, err = l.appendTx(ctx, tx, l.key, draft{kind: entry.KindErasure, prefix: "e",
+		e, err = l.appendTx(ctx, tx, l.currentKey(), draft{kind: entry.KindErasure, prefix: "e",
 			body: entry.ErasureEvent{Erased: erased, Reason: reason}})
 		if err != nil {
 			return err
