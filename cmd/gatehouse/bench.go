@@ -13,21 +13,26 @@ import (
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[--server NAME [--tool TOOL] [--arg ARG]] [--calls N] [--concurrency N] [--starts N] [--payload BYTES] [--rounds N] [--json]",
+	usage:   "[--server NAME [--tool TOOL] [--arg ARG] [--governed]] [--calls N] [--concurrency N] [--starts N] [--payload BYTES] [--rounds N] [--json]",
 	summary: "measure the proxy: calls/s and latency, direct and through the gate; start-up time",
 	help: `
 Runs a small MCP server with one echo tool and calls it both directly and
-through 'gatehouse proxy', in alternating rounds so that other load on the
-machine falls on both alike; then starts each repeatedly and times the
-answer to initialize. The server is registered in a temporary home folder
-that is removed afterwards: --home is not used.
+through 'gatehouse proxy --pass-through', in alternating rounds so that
+other load on the machine falls on both alike; then starts each repeatedly
+and times the answer to initialize. The server is registered in a temporary
+home folder that is removed afterwards: --home is not used. With
+--pass-through the proxy relays tool calls without deciding on or
+recording them: the figures are the relay's.
 
 With --server NAME, measures instead server NAME of the home folder (--home
 or $GATEHOUSE_HOME apply): directly, as its registered command, and through
 'gatehouse proxy NAME'. The calls go to its tool TOOL with one string
 argument ARG, and an answer must contain the message sent; the defaults fit
 the echo tool of @modelcontextprotocol/server-everything. Each start of the
-proxy writes a few lines to the home folder's log.
+proxy writes a few lines to the home folder's log. --governed runs the
+proxy as MCP clients do, the policy deciding on every call and the evidence
+log recording it: the policy must allow the tool (gatehouse policy set
+mcp.NAME.TOOL ALLOW), and every call measured leaves a receipt.
 
 Read the proxy/direct ratio rather than the absolute figures, which depend
 on the machine. docs/performance.md has the figures and what they mean.`,
@@ -35,6 +40,7 @@ on the machine. docs/performance.md has the figures and what they mean.`,
 		fs.String("server", "", "measure the registered server `NAME` instead of the built-in echo server")
 		fs.String("tool", "echo", "with --server, the `tool` to call")
 		fs.String("arg", "message", "with --server, the tool's string `argument` that carries the message")
+		fs.Bool("governed", false, "with --server, measure the proxy with the gate (policy and receipts), not --pass-through")
 		fs.Int("calls", 2000, "calls per mode (direct, proxy)")
 		fs.Int("concurrency", 1, "`n` callers sharing one session")
 		fs.Int("starts", 30, "start-up samples per mode")
@@ -77,6 +83,10 @@ func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	if server == "" && (set["tool"] || set["arg"]) {
 		return usagef("bench: --tool and --arg need --server: the built-in server has only echo(message)")
 	}
+	if server == "" && set["governed"] {
+		return usagef("bench: --governed needs --server: the temporary home's policy allows no tool")
+	}
+	cfg.Governed = fs.Lookup("governed").Value.String() == "true"
 
 	if cfg.Gatehouse, err = os.Executable(); err != nil {
 		return fmt.Errorf("bench: find the gatehouse binary: %w", err)

@@ -6,8 +6,12 @@
 // to it with the SDK's client in two ways:
 //
 //   - direct: the client starts `gatehouse bench-echo-server` itself;
-//   - proxy: the client starts `gatehouse proxy bench-echo --home HOME`, which
-//     starts the same server and relays every message, as MCP clients use it.
+//   - proxy: the client starts `gatehouse proxy bench-echo --home HOME
+//     --pass-through`, which starts the same server and relays every message.
+//
+// With --pass-through the proxy relays tools/call without deciding on it or
+// recording it: the figures are the relay's. [Config.Governed] measures the
+// proxy as MCP clients run it, with the gate on every call.
 //
 // [Config.Server] and [Config.Direct] measure another registered server the
 // same way, calling one of its tools ([Config.Tool]) with a string argument
@@ -86,6 +90,11 @@ type Config struct {
 	// Server, and empty without it (the built-in echo server is then run
 	// directly). It may hold secrets, so reports leave it out.
 	Direct Direct `json:"-"`
+	// Governed runs the proxy as MCP clients do, deciding on and recording
+	// every tools/call: Home's policy must allow Tool, and the keychain must
+	// hold the evidence log's signing key. Otherwise the proxy runs with
+	// --pass-through, and the figures are the relay's alone.
+	Governed bool `json:"governed"`
 	// Tool is the tool called, with one argument, Arg, holding the message.
 	// An answer is correct when its text content contains the message; the
 	// built-in server must return it exactly.
@@ -222,12 +231,14 @@ type call struct {
 
 func modes(c *Config) (direct, proxy mode) {
 	cl := call{tool: cmp.Or(c.Tool, defaultTool), arg: cmp.Or(c.Arg, defaultArg), exact: c.builtin()}
-	if c.builtin() {
-		return mode{name: "direct", argv: []string{c.Gatehouse, ServeCommand}, call: cl},
-			mode{name: "proxy", argv: []string{c.Gatehouse, "proxy", ServerName, "--home", c.Home}, call: cl}
+	proxy = mode{name: "proxy", argv: []string{c.Gatehouse, "proxy", cmp.Or(c.Server, ServerName), "--home", c.Home}, call: cl}
+	if !c.Governed {
+		proxy.argv = append(proxy.argv, "--pass-through")
 	}
-	return mode{name: "direct", argv: c.Direct.Argv, env: c.Direct.Env, dir: c.Direct.Dir, call: cl, term: true},
-		mode{name: "proxy", argv: []string{c.Gatehouse, "proxy", c.Server, "--home", c.Home}, call: cl}
+	if c.builtin() {
+		return mode{name: "direct", argv: []string{c.Gatehouse, ServeCommand}, call: cl}, proxy
+	}
+	return mode{name: "direct", argv: c.Direct.Argv, env: c.Direct.Env, dir: c.Direct.Dir, call: cl, term: true}, proxy
 }
 
 // Run measures calls and start-up, direct and through the proxy. It fails

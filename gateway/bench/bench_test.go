@@ -133,7 +133,7 @@ func TestRunServer(t *testing.T) {
 	if err := r.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"server: everything, tool echo, argument message", "proxy adds < 20.00 ms to the server's start-up"} {
+	for _, want := range []string{"server: everything, tool echo, argument message", "proxy: relay only", "proxy adds < 20.00 ms to the server's start-up"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("WriteText output lacks %q:\n%s", want, b.String())
 		}
@@ -202,6 +202,32 @@ func TestAnswerCheck(t *testing.T) {
 		err := s.echo(t.Context(), "hello")
 		if (err == nil) != tt.ok {
 			t.Errorf("%s (exact %v): echo(hello) = %v, want ok %v", tt.tool, tt.exact, err, tt.ok)
+		}
+	}
+}
+
+// TestModes checks the command lines of the two modes: the proxy relays
+// without the gate unless Governed asks for it.
+func TestModes(t *testing.T) {
+	tests := []struct {
+		name               string
+		cfg                Config
+		wantDirect, wantPx string
+	}{
+		{"built-in", Config{Gatehouse: "gh", Home: "H"},
+			"gh bench-echo-server", "gh proxy bench-echo --home H --pass-through"},
+		{"server", Config{Gatehouse: "gh", Home: "H", Server: "ev", Direct: Direct{Argv: []string{"node", "ev.js"}}},
+			"node ev.js", "gh proxy ev --home H --pass-through"},
+		{"governed", Config{Gatehouse: "gh", Home: "H", Server: "ev", Direct: Direct{Argv: []string{"node", "ev.js"}}, Governed: true},
+			"node ev.js", "gh proxy ev --home H"},
+	}
+	for _, tt := range tests {
+		direct, proxy := modes(&tt.cfg)
+		if got := strings.Join(direct.argv, " "); got != tt.wantDirect {
+			t.Errorf("%s: direct = %q, want %q", tt.name, got, tt.wantDirect)
+		}
+		if got := strings.Join(proxy.argv, " "); got != tt.wantPx {
+			t.Errorf("%s: proxy = %q, want %q", tt.name, got, tt.wantPx)
 		}
 	}
 }

@@ -65,6 +65,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if !c.builtin() {
 		fmt.Fprintf(&b, "server: %s, tool %s, argument %s\n", c.Server, tool, cmp.Or(c.Arg, defaultArg))
 	}
+	if c.Governed {
+		fmt.Fprintf(&b, "proxy: governed (every %s call decided by the policy and recorded)\n", tool)
+	} else {
+		fmt.Fprintf(&b, "proxy: relay only (--pass-through: no policy decision, no receipt)\n")
+	}
 	fmt.Fprintf(&b, "%s calls: %d per mode, concurrency %d, %d-byte messages, %d interleaved rounds per mode\n\n",
 		tool, c.Calls, c.Concurrency, c.Payload, c.Rounds)
 
