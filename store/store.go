@@ -25,6 +25,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -32,7 +33,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go)
+	"modernc.org/sqlite" // registers the "sqlite" driver (pure Go)
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // EnvHome names the environment variable that overrides the home folder.
@@ -107,15 +109,40 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	s := &Store{dir: dir, db: db}
-	if err := s.check(ctx); err != nil {
-		db.Close()
-		return nil, err
+	// Several processes opening a new home folder at once race to switch it
+	// to WAL and to create the schema; the loser of the journal-mode switch
+	// gets SQLITE_BUSY without the busy handler being consulted. Retry
+	// those, within the busy timeout.
+	deadline := time.Now().Add(busy)
+	for {
+		err = s.check(ctx)
+		if err == nil {
+			err = s.Migrate(ctx, "store", storeMigrations)
+		}
+		if err == nil {
+			return s, nil
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			db.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			db.Close()
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(5+rand.IntN(20)) * time.Millisecond):
+		}
 	}
-	if err := s.Migrate(ctx, "store", storeMigrations); err != nil {
-		db.Close()
-		return nil, err
+}
+
+// isBusy reports whether err is SQLite's "database is locked" or "busy".
+func isBusy(err error) bool {
+	var serr *sqlite.Error
+	if errors.As(err, &serr) {
+		code := serr.Code() & 0xff
+		return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
 	}
-	return s, nil
+	return false
 }
 
 // dsn builds the connection string. Pragmas go in the DSN because

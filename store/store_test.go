@@ -228,3 +228,28 @@ func TestConcurrentProcesses(t *testing.T) {
 		t.Errorf("after %d writers: %d servers, %v; want %d", n, len(list), err, n*25)
 	}
 }
+
+// Eight processes open a brand-new home folder at the same moment: the
+// switch to WAL and the first migrations race, and every process gets a
+// working store.
+func TestConcurrentFirstOpen(t *testing.T) {
+	for round := range 3 {
+		dir := filepath.Join(t.TempDir(), "fresh")
+		const n = 8
+		cmds := make([]*exec.Cmd, n)
+		for i := range cmds {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), roleEnv+"=writer", "HOME_DIR="+dir, "WRITER_ID="+strconv.Itoa(round*100+i))
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds[i] = cmd
+		}
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("round %d, process %d: %v", round, i, err)
+			}
+		}
+	}
+}
