@@ -28,7 +28,7 @@ import (
 //	go test -run '^$' -bench 'Search' -benchtime 200x -timeout 60m ./receipts/
 //
 // BenchmarkSearch needs a database of a million receipts; it builds one
-// the first time (about a quarter of an hour on two cores, ~4 GB) in a
+// the first time (about half an hour on two cores, 3.4 GB) in a
 // folder under os.TempDir() named after the schema and the data, and reuses
 // it after that. -bench-receipts picks another size.
 
@@ -241,7 +241,7 @@ func buildSearchBench(ctx context.Context, dir string, key ed25519.PrivateKey, n
 				salt := entry.NewSalt()
 				c.receipt.Args = entry.Commit(salt, c.args)
 				r, err := l.appendTx(ctx, tx, l.key, draft{kind: entry.KindReceipt, prefix: "r", body: c.receipt,
-					index: columns{server: c.receipt.Server, tool: c.receipt.Tool, decision: c.receipt.Decision, client: c.receipt.Client.Name},
+					index:    columns{server: c.receipt.Server, tool: c.receipt.Tool, decision: c.receipt.Decision, client: c.receipt.Client.Name},
 					payloads: []payload{{part: "args", salt: salt, data: c.args, commitment: c.receipt.Args}}})
 				if err != nil {
 					return err
@@ -446,4 +446,3 @@ func (g *gen) call(i int) benchCall {
 	c.result, _ = json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
 	return c
 }
-

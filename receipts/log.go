@@ -282,7 +282,7 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 	}
 	// Search follows the log: the entry is in the full-text index when it
 	// commits, and not if it does not (search.go).
-	if err := indexEntryTx(ctx, tx, e, d.index); err != nil {
+	if err := l.indexEntryTx(ctx, tx, e, d.index); err != nil {
 		return nil, err
 	}
 	return e, nil

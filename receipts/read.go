@@ -219,7 +219,7 @@ func (l *Log) Erase(ctx context.Context, ids []string, reason string) (*entry.En
 		// Search: the erased text leaves the full-text index in this
 		// transaction. FTS5 is told what the rows held while the payloads
 		// are still there, and they are indexed again once they are gone.
-		if err := unindexTx(ctx, tx, idxs); err != nil {
+		if err := l.unindexTx(ctx, tx, idxs); err != nil {
 			return err
 		}
 		for i, er := range erased {
@@ -228,7 +228,7 @@ func (l *Log) Erase(ctx context.Context, ids []string, reason string) (*entry.En
 				return err
 			}
 		}
-		return reindexTx(ctx, tx, idxs)
+		return l.reindexTx(ctx, tx, idxs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("erase: %w", err)

@@ -15,7 +15,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 )
 
-// # Search
+// Search.
 //
 // [Log.Search] finds entries by words in their server, tool, decision and
 // client and in the text of their payloads (the arguments of a receipt, the
@@ -36,7 +36,7 @@ import (
 //     entry's indexed text from the entries and payloads tables: the text is
 //     not stored a second time (results can be large), and yet FTS5 can be
 //     told exactly what it indexed for a row, because the view recomputes it
-//     from the same bytes. Erasure needs that: with secure-delete on, FTS5
+//     from the same bytes. Erasure needs that: in secure-delete mode, FTS5
 //     removes a deleted row's terms from the index pages themselves, and
 //     SQLite's secure_delete pragma (in the store's DSN) zeroes the freed
 //     space; so an erased address or name is gone from the database file,
@@ -44,13 +44,19 @@ import (
 //     also not store the text, but it deletes by tombstone: measured, the
 //     erased terms stay in the file until FTS5 happens to merge those
 //     segments, which nothing bounds.
+//   - Secure-delete is switched on only inside an erasure's transaction
+//     ([Log.unindexTx]), not stored on: FTS5 in that mode also searches the
+//     index, at every commit, for each term that occurs 64 times or more in
+//     a new row (it mistakes part of the count for a delete flag), which
+//     doubled the cost of appending a 100 KB result.
 //   - The view extracts the string and integer values of a JSON payload
 //     (json_tree, in document order), not its raw text: the raw form would
 //     index keys and escapes ("line1\nline2" would give the token "nline2",
 //     "é" written \u00e9 the token "u00e9"). A payload that is not JSON is
-//     indexed as text. The same view must give the same text for a row for
-//     as long as the row is indexed: never change it in place; a new
-//     extraction is a new migration that deletes and re-inserts every row.
+//     indexed as text (quoted, it is one JSON string). The view must give
+//     the same text for a row for as long as the row is indexed: never
+//     change it in place; a new extraction is a new migration that deletes
+//     and re-inserts every row.
 //     FTS5's own 'rebuild' and 'integrity-check' with rank=1 cannot read the
 //     view (FTS5 reads its content without table-valued functions such as
 //     json_tree); insert from the view instead, as this step does.
@@ -105,44 +111,40 @@ const searchMigration = `
 		SELECT 1 FROM (SELECT time_ns < lag(time_ns) OVER (ORDER BY idx) AS back FROM entries) WHERE back);
 	CREATE VIEW search_source (idx, server, tool, decision, client, text) AS
 		SELECT e.idx, e.server, e.tool, e.decision, e.client, coalesce((
-			SELECT group_concat(x.value, char(10) ORDER BY x.part, x.id) FROM (
-				SELECT p.part, j.id, j.value FROM payloads AS p,
-					json_tree(iif(json_valid(CAST(p.data AS TEXT)), CAST(p.data AS TEXT), 'null')) AS j
-				WHERE p.entry_idx = e.idx AND p.data IS NOT NULL AND j.type IN ('text', 'integer')
-				UNION ALL
-				SELECT p.part, 0, CAST(p.data AS TEXT) FROM payloads AS p
-				WHERE p.entry_idx = e.idx AND p.data IS NOT NULL AND NOT json_valid(CAST(p.data AS TEXT))
-			) AS x), '')
+			SELECT group_concat(j.value, char(10) ORDER BY p.part, j.id)
+			FROM payloads AS p, json_tree(iif(json_valid(CAST(p.data AS TEXT)),
+				CAST(p.data AS TEXT), json_quote(CAST(p.data AS TEXT)))) AS j
+			WHERE p.entry_idx = e.idx AND p.data IS NOT NULL AND j.type IN ('text', 'integer')), '')
 		FROM entries AS e;
 	CREATE VIRTUAL TABLE search_fts USING fts5 (server, tool, decision, client, text,
 		content = 'search_source', content_rowid = 'idx', tokenize = 'unicode61 remove_diacritics 2');
-	INSERT INTO search_fts (search_fts, rank) VALUES ('secure-delete', 1);
 	INSERT INTO search_fts (rowid, server, tool, decision, client, text)
 		SELECT idx, server, tool, decision, client, text FROM search_source`
 
 // indexEntryTx adds a new entry to the search index, inside the
 // transaction that appends it (a hook in appendTx). An outcome takes its
-// receipt's columns, a pin event its server and tool, first.
-func indexEntryTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c columns) error {
+// receipt's columns, a pin event its server and tool, first. Its statements
+// are prepared once (l.stmts): the view makes them costly to parse.
+func (l *Log) indexEntryTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c columns) error {
 	switch e.Kind {
 	case entry.KindOutcome:
-		if _, err := tx.ExecContext(ctx, `UPDATE entries SET server = r.server, tool = r.tool, decision = r.decision, client = r.client
+		if _, err := l.stmts.exec(ctx, tx, `UPDATE entries SET server = r.server, tool = r.tool, decision = r.decision, client = r.client
 			FROM entries AS r WHERE entries.idx = ? AND r.id = ? AND r.kind = 'receipt'`, e.Index, c.receipt); err != nil {
 			return fmt.Errorf("index entry %d: %w", e.Index, err)
 		}
 	case entry.KindPin:
 		var p entry.PinEvent
 		if err := json.Unmarshal(e.Body, &p); err == nil {
-			if _, err := tx.ExecContext(ctx, `UPDATE entries SET server = ?, tool = ? WHERE idx = ?`, p.Server, p.Tool, e.Index); err != nil {
+			if _, err := l.stmts.exec(ctx, tx, `UPDATE entries SET server = ?, tool = ? WHERE idx = ?`, p.Server, p.Tool, e.Index); err != nil {
 				return fmt.Errorf("index entry %d: %w", e.Index, err)
 			}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
+	if _, err := l.stmts.exec(ctx, tx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
 		SELECT idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, e.Index); err != nil {
 		return fmt.Errorf("index entry %d: %w", e.Index, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO search_meta (key, value)
+	if _, err := l.stmts.exec(ctx, tx, `INSERT OR IGNORE INTO search_meta (key, value)
 		SELECT 'unordered_times', 1 FROM entries AS c, entries AS p
 		WHERE c.idx = ? AND p.idx = c.idx - 1 AND p.time_ns > c.time_ns`, e.Index); err != nil {
 		return fmt.Errorf("index entry %d: %w", e.Index, err)
@@ -153,19 +155,36 @@ func indexEntryTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c columns) er
 // unindexTx takes entries out of the search index; reindexTx puts them back
 // as they are now. Erase calls the first before it deletes payloads (FTS5
 // must be told what the row held to remove its terms) and the second after.
-func unindexTx(ctx context.Context, tx *sql.Tx, idxs []int64) error {
+//
+// The deletes run in FTS5's secure-delete mode, which rewrites the index
+// pages that hold the terms instead of adding delete markers beside them;
+// FTS5 applies the mode when it writes its pending changes, so they are
+// written ('flush', an FTS5 command its documentation leaves out) before
+// the mode is switched off again, in the same transaction: no other
+// connection ever sees it on. TestEraseLeavesIndex checks that the terms
+// leave the database file.
+func (l *Log) unindexTx(ctx context.Context, tx *sql.Tx, idxs []int64) error {
+	if _, err := l.stmts.exec(ctx, tx, `INSERT INTO search_fts (search_fts, rank) VALUES ('secure-delete', 1)`); err != nil {
+		return fmt.Errorf("unindex: %w", err)
+	}
 	for _, idx := range dedup(idxs) {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO search_fts (search_fts, rowid, server, tool, decision, client, text)
+		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO search_fts (search_fts, rowid, server, tool, decision, client, text)
 			SELECT 'delete', idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, idx); err != nil {
 			return fmt.Errorf("unindex entry %d: %w", idx, err)
+		}
+	}
+	for _, cmd := range []string{`INSERT INTO search_fts (search_fts) VALUES ('flush')`,
+		`INSERT INTO search_fts (search_fts, rank) VALUES ('secure-delete', 0)`} {
+		if _, err := l.stmts.exec(ctx, tx, cmd); err != nil {
+			return fmt.Errorf("unindex: %w", err)
 		}
 	}
 	return nil
 }
 
-func reindexTx(ctx context.Context, tx *sql.Tx, idxs []int64) error {
+func (l *Log) reindexTx(ctx context.Context, tx *sql.Tx, idxs []int64) error {
 	for _, idx := range dedup(idxs) {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
+		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
 			SELECT idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, idx); err != nil {
 			return fmt.Errorf("index entry %d: %w", idx, err)
 		}
@@ -605,7 +624,7 @@ func (l *Log) checkExact(ctx context.Context, cands []Hit, exact []literal) ([]H
 	return out, nil
 }
 
-// # Query text
+// Query text.
 //
 // User text never reaches FTS5's query syntax: each word or phrase becomes
 // an FTS5 string ("..." with quotes doubled, which FTS5 splits into words

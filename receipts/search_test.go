@@ -350,6 +350,11 @@ func TestEraseLeavesIndex(t *testing.T) {
 	if _, err := st.DB().ExecContext(ctx, `INSERT INTO search_fts (search_fts) VALUES ('integrity-check')`); err != nil {
 		t.Errorf("FTS integrity-check after erasure: %v", err)
 	}
+	var on int
+	st.DB().QueryRowContext(ctx, `SELECT count(*) FROM search_fts_config WHERE k = 'secure-delete' AND v != 0`).Scan(&on)
+	if on != 0 {
+		t.Errorf("FTS5 secure-delete left on after the erasure: appends pay for it")
+	}
 	if err := st.Close(); err != nil { // checkpoints the write-ahead log
 		t.Fatal(err)
 	}
