@@ -89,10 +89,16 @@ func (h *harness) tapRefresh() {
 	h.waitRefresh()
 }
 
-// screen returns the text visible in the window, one drawn line of text per
-// line, dialogs included.
+// screen returns the text visible in the main window, one drawn line of
+// text per line, dialogs included.
 func (h *harness) screen() string {
-	c := h.ui.Window().Canvas()
+	return windowText(h.ui.Window())
+}
+
+// windowText returns the text visible in w, one drawn line of text per
+// line, dialogs and pop-ups included.
+func windowText(w fyne.Window) string {
+	c := w.Canvas()
 	var lines []string
 	walkVisible(c.Content(), func(o fyne.CanvasObject) {
 		if t, ok := o.(*canvas.Text); ok && t.Text != "" {
@@ -336,10 +342,11 @@ func TestServerDetails(t *testing.T) {
 // trayApp is a test app whose driver has a system tray.
 type trayApp struct {
 	fyne.App
-	menu *fyne.Menu
-	icon fyne.Resource
-	win  fyne.Window
-	quit chan struct{} // receives each Quit
+	menu  *fyne.Menu
+	icon  fyne.Resource
+	win   fyne.Window
+	quit  chan struct{}        // receives each Quit
+	notes []*fyne.Notification // sent, in order
 }
 
 var _ desktop.App = (*trayApp)(nil)
@@ -348,6 +355,9 @@ func (a *trayApp) SetSystemTrayMenu(m *fyne.Menu)    { a.menu = m }
 func (a *trayApp) SetSystemTrayIcon(r fyne.Resource) { a.icon = r }
 func (a *trayApp) SetSystemTrayWindow(w fyne.Window) { a.win = w }
 func (a *trayApp) Quit()                             { a.quit <- struct{}{} }
+func (a *trayApp) SendNotification(n *fyne.Notification) {
+	a.notes = append(a.notes, n)
+}
 
 func TestTray(t *testing.T) {
 	a := &trayApp{App: test.NewTempApp(t), quit: make(chan struct{}, 2)}

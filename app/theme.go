@@ -30,19 +30,40 @@ func newTheme(base fyne.Theme) fyne.Theme {
 // between the caption and body sizes, where monospace reads best.
 const sizeNameCode fyne.ThemeSizeName = "gatehouse.code"
 
+// The colours of the words that changed in a diff: removed and added.
+const (
+	colorNameDiffRemoved fyne.ThemeColorName = "gatehouse.diffRemoved"
+	colorNameDiffAdded   fyne.ThemeColorName = "gatehouse.diffAdded"
+)
+
 var (
 	indigo600 = color.NRGBA{R: 0x4F, G: 0x46, B: 0xE5, A: 0xFF}
 	indigo400 = color.NRGBA{R: 0x81, G: 0x8C, B: 0xF8, A: 0xFF}
+	red700    = color.NRGBA{R: 0xB9, G: 0x1C, B: 0x1C, A: 0xFF}
+	red400    = color.NRGBA{R: 0xF8, G: 0x71, B: 0x71, A: 0xFF}
+	green700  = color.NRGBA{R: 0x15, G: 0x80, B: 0x3D, A: 0xFF}
+	green400  = color.NRGBA{R: 0x4A, G: 0xDE, B: 0x80, A: 0xFF}
 )
 
 func (t gatehouseTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+	dark := v == theme.VariantDark
 	accent := indigo600
-	if v == theme.VariantDark {
+	if dark {
 		accent = indigo400
 	}
 	switch n {
 	case theme.ColorNamePrimary, theme.ColorNameHyperlink:
 		return accent
+	case colorNameDiffRemoved:
+		if dark {
+			return red400
+		}
+		return red700
+	case colorNameDiffAdded:
+		if dark {
+			return green400
+		}
+		return green700
 	case theme.ColorNameFocus:
 		return withAlpha(accent, 0x7F)
 	case theme.ColorNameSelection:

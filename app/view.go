@@ -1,11 +1,14 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -14,6 +17,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/gatehouse-dev/gatehouse/approval"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -35,6 +39,12 @@ type mainView struct {
 	empty   fyne.CanvasObject // shown when the store holds no server
 	copy    *widget.Button    // copies AddServerCommand
 	copied  *widget.RichText  // "Copied" after the copy button is pressed
+
+	waiting     fyne.CanvasObject // shown while approval requests wait
+	waitingText *widget.Label
+	approver    fyne.CanvasObject // shown when Gatehouse cannot answer approvals
+	apTitle     *widget.RichText
+	apText      *widget.Label
 
 	servers []store.Server // what the list shows
 }
@@ -61,6 +71,23 @@ func newMainView(u *UI, home, version string) *mainView {
 		container.NewVBox(widget.NewIcon(theme.NewErrorThemedResource(theme.ErrorIcon()))), nil,
 		compact(errTitle, v.errText)))
 	v.banner.Hide()
+
+	// Approvals waiting, and why Gatehouse cannot answer them.
+	v.waitingText = widget.NewLabel("")
+	v.waitingText.TextStyle.Bold = true
+	review := widget.NewButton("Review", u.ShowApprovals)
+	review.Importance = widget.HighImportance
+	v.waiting = newPanel(theme.ColorNamePrimary, 0x22, container.NewBorder(nil, nil,
+		container.NewCenter(widget.NewIcon(theme.NewPrimaryThemedResource(theme.QuestionIcon()))),
+		container.NewCenter(review), v.waitingText))
+	v.waiting.Hide()
+	v.apText = widget.NewLabel("")
+	v.apText.Wrapping = fyne.TextWrapWord
+	v.apTitle = text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, ColorName: theme.ColorNameWarning})
+	v.approver = newPanel(theme.ColorNameWarning, 0x22, container.NewBorder(nil, nil,
+		container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))), nil,
+		compact(v.apTitle, v.apText)))
+	v.approver.Hide()
 
 	// Server list.
 	v.list = widget.NewList(
@@ -123,7 +150,7 @@ func newMainView(u *UI, home, version string) *mainView {
 		container.NewVBox(
 			container.New(layout.NewCustomPaddedLayout(pad*2, pad, pad*3, pad*3), header),
 			widget.NewSeparator(),
-			container.New(layout.NewCustomPaddedLayout(0, 0, pad*3, pad*3), v.banner),
+			container.New(layout.NewCustomPaddedLayout(0, 0, pad*3, pad*3), container.NewVBox(v.waiting, v.approver, v.banner)),
 		),
 		container.NewVBox(
 			widget.NewSeparator(),
@@ -165,6 +192,46 @@ func (v *mainView) show(servers []store.Server, err error) {
 	// Showing or hiding an object neither lays out its parent again nor
 	// repaints a container: refresh the whole content, list rows included.
 	v.content.Refresh()
+}
+
+// showWaiting says how many approval requests wait, if any.
+func (v *mainView) showWaiting(n int) {
+	switch n {
+	case 0:
+		v.waiting.Hide()
+	case 1:
+		v.waitingText.SetText("A tool call is waiting for your approval")
+		v.waiting.Show()
+	default:
+		v.waitingText.SetText(fmt.Sprintf("%d tool calls are waiting for your approval", n))
+		v.waiting.Show()
+	}
+	v.content.Refresh()
+}
+
+// showApprover says why Gatehouse cannot answer approval requests, or
+// nothing when err is nil.
+func (v *mainView) showApprover(err error) {
+	switch {
+	case err == nil:
+		v.approver.Hide()
+	case errors.Is(err, approval.ErrApproverRunning):
+		setText(v.apTitle, "Approval requests go to another approver")
+		v.apText.SetText(sentence(err) + " To answer them here, stop it (it may be gatehouse approvals in a terminal), then start Gatehouse again.")
+		v.approver.Show()
+	default:
+		setText(v.apTitle, "Gatehouse cannot answer approval requests")
+		v.apText.SetText(sentence(err) + " Until an approver runs, tool calls that need approval are denied. Fix this, then start Gatehouse again.")
+		v.approver.Show()
+	}
+	v.content.Refresh()
+}
+
+// sentence writes an error as a sentence: a capital, a full stop.
+func sentence(err error) string {
+	s := err.Error()
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:] + "."
 }
 
 // countServers says how many servers there are, as the list heading shows it.

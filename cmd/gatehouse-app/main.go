@@ -1,5 +1,6 @@
-// Command gatehouse-app is the Gatehouse desktop app: a tray icon and a
-// window listing the MCP servers registered in the Gatehouse home folder.
+// Command gatehouse-app is the Gatehouse desktop app: a tray icon, a
+// window listing the MCP servers registered in the Gatehouse home folder,
+// and the approver of their tool calls.
 //
 // Usage:
 //
@@ -10,6 +11,14 @@
 // folder in the user's config folder. The app shows its window at start;
 // with --hidden it starts in the system tray only. Closing the window leaves
 // the app in the tray; Quit, in the tray menu, ends it.
+//
+// While it runs, the app is the approver for the home folder's proxies: a
+// tool call that the policy holds for approval comes up in an approval
+// window, in front, and waits there for an answer. Only one approver runs
+// at a time: when `gatehouse approvals` already runs in a terminal, or the
+// home folder is open to other users, the main window says so and the app
+// runs on without answering approvals. Quitting stops it; calls still
+// waiting are then denied.
 //
 // On Linux and the BSDs the app needs a graphical session (X11 or Wayland).
 // Without one it says so and exits with status 1; the gatehouse CLI does
@@ -38,6 +47,7 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 
 	"github.com/gatehouse-dev/gatehouse/app"
+	"github.com/gatehouse-dev/gatehouse/approval"
 	"github.com/gatehouse-dev/gatehouse/assets"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
@@ -105,6 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	a := fyneapp.NewWithID(appID)
 	a.SetIcon(fyne.NewStaticResource("gatehouse.png", assets.IconPNG(256)))
 	ui := app.New(a, st, &app.Options{Version: version, Logger: log})
+	stopApprovals := serveApprovals(ui, st.Dir(), log)
 	if !*hidden || !ui.HasTray() {
 		ui.ShowMain()
 	}
@@ -120,5 +131,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 	a.Run()
 	close(ran)
 	ui.Close()
+	stopApprovals()
 	return 0
+}
+
+// serveApprovals makes the app the approver of the proxies of the home
+// folder home, and returns a function that stops it. When it cannot be
+// (another approver runs, or the folder is open to other users, which is
+// not the app's to change silently), the main window says why, and the app
+// runs on without it.
+func serveApprovals(ui *app.UI, home string, log *slog.Logger) (stop func()) {
+	ln, err := approval.Listen(approval.SocketPath(home))
+	if err != nil {
+		ui.SetApproverError(err)
+		return func() {}
+	}
+	srv := approval.NewServer(ui, &approval.Options{Approver: "tray", Logger: log})
+	ui.SetDecider(srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		// Serve closes ln, which removes the socket.
+		if err := srv.Serve(ctx, ln); err != nil {
+			fyne.Do(func() { ui.SetApproverError(err) })
+		}
+	}()
+	return func() {
+		cancel()
+		<-served
+	}
 }

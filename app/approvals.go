@@ -1,0 +1,352 @@
+package app
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/gatehouse-dev/gatehouse/approval"
+)
+
+// ApprovalTitle is the approval window's title.
+const ApprovalTitle = "Gatehouse — approve a tool call"
+
+// proxyWait is how long a proxy waits for an answer before it tells the agent
+// that approval is pending (the gate's default wait). The window counts it
+// down from when a request arrives.
+const proxyWait = 45 * time.Second
+
+// armDelay is how long the answers stay disabled after a request comes on
+// screen, so that a click or a key press meant for something else (the
+// window that was in front, or the request just answered) answers nothing.
+const armDelay = 600 * time.Millisecond
+
+// The choices of "Allow for N minutes".
+var minuteChoices = []int{5, 15, 60}
+
+const defaultMinutes = 15
+
+// A Decider takes a person's answers to approval requests. An
+// [approval.Server] is one.
+type Decider interface {
+	Decide(ref string, scope approval.Scope, minutes int) error
+}
+
+var _ Decider = (*approval.Server)(nil)
+
+// A waiting request is one the window holds.
+type waiting struct {
+	req     approval.Request
+	arrived time.Time
+	// touched records that the person touched the window while it was on
+	// screen: its countdown stopped.
+	touched bool
+}
+
+// approvals is the approval window and its queue. It lives on the Fyne
+// thread.
+type approvals struct {
+	u       *UI
+	clock   clock
+	win     fyne.Window
+	view    *approvalView
+	decider Decider
+
+	queue   []*waiting // in the order they came
+	cur     int        // the index in queue of the request on screen
+	visible bool       // the window is shown
+	placed  bool       // the window has been centred once
+	minutes int        // the minutes of "Allow for N minutes"
+	armed   bool       // the answers take taps
+
+	screen   uint64      // counts what was put on screen; timers of an older one do nothing
+	stopArm  func() bool // stops the timer that arms the answers
+	stopTick func() bool // stops the countdown's next tick
+}
+
+func newApprovals(u *UI, c clock) *approvals {
+	a := &approvals{u: u, clock: c, minutes: defaultMinutes}
+	a.win = u.app.NewWindow(ApprovalTitle)
+	a.win.SetIcon(iconResource)
+	a.view = newApprovalView(a)
+	a.win.SetContent(a.view.content)
+	a.win.Resize(windowSize)
+	a.win.SetCloseIntercept(a.hide)
+	// Keys typed on the window, when no widget has the focus, are touches
+	// too.
+	cv := a.win.Canvas()
+	cv.SetOnTypedKey(func(*fyne.KeyEvent) { a.touch() })
+	cv.SetOnTypedRune(func(rune) { a.touch() })
+	if dc, ok := cv.(desktop.Canvas); ok {
+		dc.SetOnKeyDown(func(*fyne.KeyEvent) { a.touch() })
+	}
+	a.view.showEmpty("")
+	return a
+}
+
+// add queues a request that just arrived, and brings the window to the
+// front.
+func (a *approvals) add(req approval.Request) {
+	a.queue = append(a.queue, &waiting{req: req, arrived: a.clock.Now()})
+	if len(a.queue) == 1 {
+		a.cur = 0
+		a.display("")
+	} else {
+		a.view.setPosition(a.cur+1, len(a.queue))
+	}
+	a.raise()
+}
+
+// withdraw removes the request with the given ID: its proxies went away.
+func (a *approvals) withdraw(id string) {
+	k := slices.IndexFunc(a.queue, func(w *waiting) bool { return w.req.ID == id })
+	if k < 0 {
+		return
+	}
+	w := a.queue[k]
+	a.queue = slices.Delete(a.queue, k, k+1)
+	switch {
+	case k == a.cur:
+		a.cur = max(min(a.cur, len(a.queue)-1), 0)
+		a.display(fmt.Sprintf("The request to run %s was withdrawn: the agent stopped waiting for it, or it expired.", callName(w.req)))
+	case k < a.cur:
+		a.cur--
+		a.view.setPosition(a.cur+1, len(a.queue))
+	default:
+		a.view.setPosition(a.cur+1, len(a.queue))
+	}
+}
+
+// display puts the request at a.cur on screen, or the empty state, with a
+// note about the request before it ("" for none).
+func (a *approvals) display(note string) {
+	a.screen++
+	a.stopTimers()
+	// No widget keeps the focus from the request before: a key press must
+	// not answer a request its sender has not seen.
+	a.win.Canvas().Unfocus()
+	if len(a.queue) == 0 {
+		a.view.showEmpty(note)
+		return
+	}
+	w := a.queue[a.cur]
+	a.view.setNote(note)
+	a.view.showRequest(w.req, a.cur+1, len(a.queue))
+	a.disarm()
+	a.tick()
+}
+
+// disarm disables the answers for armDelay.
+func (a *approvals) disarm() {
+	if a.stopArm != nil {
+		a.stopArm()
+	}
+	a.armed = false
+	a.view.setArmed(false)
+	screen := a.screen
+	a.stopArm = a.clock.AfterFunc(armDelay, func() {
+		a.u.do(func() {
+			if a.screen == screen {
+				a.armed = true
+				a.view.setArmed(true)
+			}
+		})
+	})
+}
+
+// tick shows the countdown of the request on screen, and schedules the next
+// tick while the proxy still waits.
+func (a *approvals) tick() {
+	if len(a.queue) == 0 {
+		return
+	}
+	w := a.queue[a.cur]
+	left := w.arrived.Add(proxyWait).Sub(a.clock.Now())
+	setText(a.view.countdown, countdown(left, w.touched))
+	if left <= 0 {
+		return
+	}
+	next := left % time.Second
+	if next == 0 {
+		next = time.Second
+	}
+	screen := a.screen
+	a.stopTick = a.clock.AfterFunc(next, func() {
+		a.u.do(func() {
+			if a.screen == screen {
+				a.tick()
+			}
+		})
+	})
+}
+
+// countdown says how long the agent still waits for an answer.
+func countdown(left time.Duration, touched bool) string {
+	switch {
+	case left <= 0:
+		return "The agent was told approval is pending and to retry: your answer applies to its next identical call."
+	case touched:
+		return "Take your time: if the agent stops waiting, your answer applies to its next identical call."
+	}
+	return fmt.Sprintf("The agent is waiting: it is told approval is pending in %d s.", int(math.Ceil(left.Seconds())))
+}
+
+func (a *approvals) stopTimers() {
+	for _, stop := range []func() bool{a.stopArm, a.stopTick} {
+		if stop != nil {
+			stop()
+		}
+	}
+	a.stopArm, a.stopTick = nil, nil
+}
+
+// touch records that the person touched the window: the countdown of the
+// request on screen stops.
+func (a *approvals) touch() {
+	if len(a.queue) == 0 || a.queue[a.cur].touched {
+		return
+	}
+	a.queue[a.cur].touched = true
+	if a.stopTick != nil {
+		a.stopTick()
+	}
+	a.tick()
+}
+
+// previous and following show the request before or after the one on
+// screen.
+func (a *approvals) previous()  { a.move(-1) }
+func (a *approvals) following() { a.move(+1) }
+
+func (a *approvals) move(by int) {
+	if k := a.cur + by; k >= 0 && k < len(a.queue) {
+		a.cur = k
+		a.display("")
+	}
+	a.touch()
+}
+
+// answer decides the request on screen with scope.
+func (a *approvals) answer(scope approval.Scope) {
+	if !a.armed || len(a.queue) == 0 {
+		return
+	}
+	w := a.queue[a.cur]
+	minutes := 0
+	if scope == approval.ScopeMinutes {
+		minutes = a.minutes
+	}
+	var err error
+	if a.decider == nil {
+		err = fmt.Errorf("decide: %w", approval.ErrNotOpen)
+	} else {
+		err = a.decider.Decide(w.req.ID, scope, minutes)
+	}
+	a.queue = slices.Delete(a.queue, a.cur, a.cur+1)
+	a.cur = min(a.cur, max(len(a.queue)-1, 0))
+	var note string
+	if err != nil {
+		a.u.log.Warn("answer an approval request", "err", err)
+		note = fmt.Sprintf("Your answer to %s was not taken: the request is no longer open (the agent stopped waiting, or it expired).", callName(w.req))
+	} else {
+		note = fmt.Sprintf("Answered %s: %s.", callName(w.req), answered(scope, minutes))
+	}
+	if len(a.queue) == 0 && err == nil {
+		a.display("")
+		a.hide()
+	} else {
+		a.display(note)
+	}
+	a.u.approvalsChanged()
+}
+
+// answered says what an answer did.
+func answered(scope approval.Scope, minutes int) string {
+	switch scope {
+	case approval.ScopeOnce:
+		return "allowed once"
+	case approval.ScopeSession:
+		return "allowed for this session"
+	case approval.ScopeMinutes:
+		return fmt.Sprintf("allowed for %d minutes", minutes)
+	case approval.ScopeAlways:
+		return "always allowed"
+	case approval.ScopeDeny:
+		return "denied"
+	case approval.ScopeAlwaysDeny:
+		return "always denied"
+	}
+	return string(scope)
+}
+
+// callName names a request's call in a sentence: "delete_branch on github".
+func callName(r approval.Request) string {
+	return plainLine(r.Tool) + " on " + plainLine(r.Server)
+}
+
+// chooseMinutes opens the menu of minutes under the button b.
+func (a *approvals) chooseMinutes(b fyne.CanvasObject) {
+	a.touch()
+	var items []*fyne.MenuItem
+	for _, n := range minuteChoices {
+		it := fyne.NewMenuItem(fmt.Sprintf("%d minutes", n), func() { a.setMinutes(n) })
+		it.Checked = n == a.minutes
+		items = append(items, it)
+	}
+	cv := a.win.Canvas()
+	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(b)
+	m := widget.NewPopUpMenu(fyne.NewMenu("", items...), cv)
+	size := m.MinSize()
+	m.ShowAtPosition(fyne.NewPos(pos.X+b.Size().Width-size.Width, pos.Y-size.Height))
+}
+
+func (a *approvals) setMinutes(n int) {
+	a.minutes = n
+	a.view.minutes.SetText(labelMinutes(n))
+	a.touch()
+}
+
+// windowSize is the approval window's size, at most; minHeight is its
+// height at least, when it opens.
+var windowSize = fyne.NewSize(640, 640)
+
+const minHeight = 440
+
+// raise shows the window in front of the others.
+func (a *approvals) raise() {
+	if !a.visible {
+		// As high as the request needs, within bounds.
+		a.win.Resize(windowSize)
+		if len(a.queue) > 0 {
+			h := min(max(a.view.fittingHeight(), minHeight), windowSize.Height)
+			a.win.Resize(fyne.NewSize(windowSize.Width, h))
+		}
+		if !a.placed {
+			a.placed = true
+			a.win.CenterOnScreen()
+		}
+		a.win.Show()
+		a.visible = true
+		if len(a.queue) > 0 {
+			a.disarm() // it just appeared under the pointer
+		}
+	}
+	a.win.RequestFocus()
+}
+
+// hide hides the window; the requests stay in the queue.
+func (a *approvals) hide() {
+	a.win.Hide()
+	a.visible = false
+}
+
+// close stops the timers.
+func (a *approvals) close() {
+	a.screen++
+	a.stopTimers()
+}

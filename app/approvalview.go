@@ -1,0 +1,563 @@
+package app
+
+import (
+	"fmt"
+	"image/color"
+	"strings"
+	"unicode/utf8"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/gatehouse-dev/gatehouse/approval"
+)
+
+// approvalView is the content of the approval window: the request on
+// screen with its answers, or, when none waits, a word saying so.
+type approvalView struct {
+	content *touchArea
+
+	request fyne.CanvasObject // what shows a request; hidden when none waits
+	empty   fyne.CanvasObject // shown when none waits
+
+	// Header.
+	asks     *widget.RichText // "claude-code asks to run"
+	tool     *widget.Label
+	where    *widget.RichText // "on github · rule ask-critical"
+	risk     *badge
+	queue    fyne.CanvasObject // the position in the queue, hidden for one request
+	position *widget.RichText
+	prev     *widget.Button
+	next     *widget.Button
+
+	// Banners under the header.
+	note     fyne.CanvasObject // what happened to the request before
+	noteText *widget.Label
+	changed  fyne.CanvasObject // the tool's definition changed
+
+	body *container.Scroll // arguments, change, description
+
+	countdown *widget.RichText
+	timer     *widget.Icon
+
+	answers     []*widget.Button // each answer's button
+	minutes     *widget.Button   // "Allow for 15 minutes", among answers
+	minutesMenu *widget.Button   // chooses the minutes
+
+	emptyNote *widget.Label
+	close     *widget.Button
+}
+
+// labelMinutes is the label of the "minutes" answer.
+func labelMinutes(n int) string { return fmt.Sprintf("Allow for %d minutes", n) }
+
+// newApprovalView builds the window's content. Its callbacks go to a.
+func newApprovalView(a *approvals) *approvalView {
+	v := &approvalView{}
+	pad := theme.Padding()
+
+	// Header: how risky, who asks to run what, where; the queue.
+	v.asks = widget.NewRichText(
+		&widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}},
+		&widget.TextSegment{Text: " asks to run", Style: secondary})
+	v.asks.Truncation = fyne.TextTruncateEllipsis
+	v.tool = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.tool.SizeName = theme.SizeNameHeadingText
+	v.tool.Wrapping = fyne.TextWrapBreak
+	v.where = text("", secondary)
+	v.where.Wrapping = fyne.TextWrapBreak
+	v.risk = newBadge()
+
+	v.position = text("", secondary)
+	v.prev = widget.NewButtonWithIcon("", theme.NavigateBackIcon(), a.previous)
+	v.next = widget.NewButtonWithIcon("", theme.NavigateNextIcon(), a.following)
+	v.prev.Importance, v.next.Importance = widget.LowImportance, widget.LowImportance
+	v.queue = container.NewHBox(container.NewCenter(v.position), v.prev, v.next)
+
+	icon := canvas.NewImageFromResource(iconResource)
+	icon.FillMode = canvas.ImageFillContain
+	icon.SetMinSize(fyne.NewSize(44, 44))
+	title := compact(
+		container.NewBorder(nil, nil, container.NewCenter(v.risk), v.queue, v.asks),
+		pullUp(v.tool),
+		pullUp(v.where),
+	)
+	header := container.NewBorder(nil, nil, container.NewVBox(container.NewPadded(icon)), nil, title)
+
+	v.noteText = widget.NewLabel("")
+	v.noteText.Wrapping = fyne.TextWrapWord
+	v.note = newPanel(theme.ColorNamePrimary, 0x22, container.NewBorder(nil, nil,
+		container.NewVBox(widget.NewIcon(theme.NewPrimaryThemedResource(theme.InfoIcon()))), nil, v.noteText))
+	v.note.Hide()
+
+	changedText := widget.NewLabel("The tool's definition changed since you accepted it. Allowing this call accepts the new one.")
+	changedText.Wrapping = fyne.TextWrapWord
+	v.changed = newPanel(theme.ColorNameWarning, 0x2A, container.NewBorder(nil, nil,
+		container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))), nil, changedText))
+	v.changed.Hide()
+
+	v.body = container.NewVScroll(layout.NewSpacer())
+	v.body.OnScrolled = func(fyne.Position) { a.touch() }
+
+	// Footer: the countdown and the answers.
+	v.timer = widget.NewIcon(theme.NewColoredResource(theme.HistoryIcon(), theme.ColorNamePlaceHolder))
+	v.countdown = text("", secondary)
+	v.countdown.Wrapping = fyne.TextWrapWord
+
+	answer := func(label string, imp widget.Importance, scope approval.Scope) *widget.Button {
+		b := widget.NewButton(label, func() { a.answer(scope) })
+		b.Importance = imp
+		v.answers = append(v.answers, b)
+		return b
+	}
+	deny := answer("Deny", widget.MediumImportance, approval.ScopeDeny)
+	alwaysDeny := answer("Always deny", widget.LowImportance, approval.ScopeAlwaysDeny)
+	once := answer("Allow once", widget.HighImportance, approval.ScopeOnce)
+	session := answer("Allow for this session", widget.LowImportance, approval.ScopeSession)
+	v.minutes = answer(labelMinutes(defaultMinutes), widget.LowImportance, approval.ScopeMinutes)
+	always := answer("Always allow", widget.LowImportance, approval.ScopeAlways)
+	v.minutesMenu = widget.NewButtonWithIcon("", theme.MenuDropDownIcon(), func() { a.chooseMinutes(v.minutesMenu) })
+	v.minutesMenu.Importance = widget.LowImportance
+
+	minutes := container.New(layout.NewCustomPaddedHBoxLayout(0), v.minutes, v.minutesMenu)
+	more := container.NewHBox(alwaysDeny, layout.NewSpacer(), session, minutes, always)
+	main := container.NewBorder(nil, nil, container.NewCenter(v.timer), container.NewHBox(deny, once), v.countdown)
+	footer := container.NewStack(newBand(theme.ColorNameHeaderBackground), container.NewVBox(widget.NewSeparator(),
+		container.New(layout.NewCustomPaddedLayout(pad, pad*2, pad*3, pad*3), container.NewVBox(more, main))))
+
+	v.request = container.NewBorder(
+		container.NewVBox(
+			container.New(layout.NewCustomPaddedLayout(pad*2, pad, pad*3, pad*3), header),
+			container.New(layout.NewCustomPaddedLayout(0, 0, pad*3, pad*3), container.NewVBox(v.note, v.changed)),
+			widget.NewSeparator(),
+		),
+		footer, nil, nil,
+		v.body,
+	)
+
+	// When none waits.
+	emptyIcon := canvas.NewImageFromResource(iconResource)
+	emptyIcon.FillMode = canvas.ImageFillContain
+	emptyIcon.SetMinSize(fyne.NewSize(64, 64))
+	v.emptyNote = widget.NewLabel("")
+	v.emptyNote.Wrapping = fyne.TextWrapWord
+	v.emptyNote.Alignment = fyne.TextAlignCenter
+	v.close = widget.NewButton("Close", a.hide)
+	v.empty = container.NewCenter(container.NewVBox(
+		container.NewCenter(emptyIcon),
+		widget.NewLabelWithStyle("No tool calls are waiting for approval", fyne.TextAlignCenter, fyne.TextStyle{Bold: true}),
+		container.NewGridWrap(fyne.NewSize(420, 0), v.emptyNote),
+		container.NewCenter(v.close),
+	))
+	v.empty.Hide()
+
+	v.content = newTouchArea(container.NewStack(v.request, v.empty), a.touch)
+	return v
+}
+
+// showRequest puts r on screen, as number pos (from 1) of n waiting.
+func (v *approvalView) showRequest(r approval.Request, pos, n int) {
+	client := plainLine(r.Client)
+	if client == "" {
+		client = "A client that gave no name"
+	}
+	v.asks.Segments[0].(*widget.TextSegment).Text = client
+	v.asks.Refresh()
+	v.tool.SetText(plainLine(r.Tool))
+	where := "on " + plainLine(r.Server)
+	if r.Rule != "" {
+		where += "  ·  rule " + plainLine(r.Rule)
+	}
+	setText(v.where, where)
+	v.risk.set(riskLook(r.Risk))
+	v.setPosition(pos, n)
+	if r.Change != nil {
+		v.changed.Show()
+	} else {
+		v.changed.Hide()
+	}
+	v.body.Content = requestBody(r)
+	v.body.Offset = fyne.Position{}
+	v.body.Refresh()
+	v.empty.Hide()
+	v.request.Show()
+	v.content.Refresh()
+}
+
+// fittingHeight returns the height at which the window shows the whole
+// request without scrolling, at its present width.
+func (v *approvalView) fittingHeight() float32 {
+	// The padding keeps the last line off the footer.
+	return v.request.MinSize().Height - v.body.MinSize().Height + v.body.Content.MinSize().Height + 2*theme.Padding()
+}
+
+// setPosition shows the place of the request on screen in the queue.
+func (v *approvalView) setPosition(pos, n int) {
+	if n < 2 {
+		v.queue.Hide()
+		return
+	}
+	setText(v.position, fmt.Sprintf("%d of %d waiting", pos, n))
+	if pos > 1 {
+		v.prev.Enable()
+	} else {
+		v.prev.Disable()
+	}
+	if pos < n {
+		v.next.Enable()
+	} else {
+		v.next.Disable()
+	}
+	v.queue.Show()
+}
+
+// showEmpty says that no request waits, and note what became of the last.
+func (v *approvalView) showEmpty(note string) {
+	v.emptyNote.SetText(note)
+	if note == "" {
+		v.emptyNote.Hide()
+	} else {
+		v.emptyNote.Show()
+	}
+	v.request.Hide()
+	v.empty.Show()
+	v.content.Refresh()
+}
+
+// setNote shows a note above the request, or none for "".
+func (v *approvalView) setNote(s string) {
+	v.noteText.SetText(s)
+	if s == "" {
+		v.note.Hide()
+	} else {
+		v.note.Show()
+	}
+}
+
+// setArmed enables or disables the answers.
+func (v *approvalView) setArmed(armed bool) {
+	for _, b := range append(v.answers, v.minutesMenu) {
+		if armed {
+			b.Enable()
+		} else {
+			b.Disable()
+		}
+	}
+}
+
+// requestBody shows what a request asks: the change of the tool's
+// definition, if that is why it asks, the arguments, and the tool's
+// description.
+func requestBody(r approval.Request) fyne.CanvasObject {
+	pad := theme.Padding()
+	var sections []fyne.CanvasObject
+
+	if c := r.Change; c != nil {
+		lines := diffLines(strings.Split(prettyJSON(c.Old, c.Truncated), "\n"), strings.Split(prettyJSON(c.New, c.Truncated), "\n"), 2)
+		box := []fyne.CanvasObject{
+			container.NewBorder(nil, nil, heading("What changed in the tool's definition"),
+				container.NewCenter(note("−  as you accepted it     +  as the server lists it now"))),
+			newPanel(theme.ColorNameInputBackground, 0, diffView(lines)),
+		}
+		if c.Truncated {
+			box = append(box, note("(truncated: a definition is too large to show whole; the start is shown)"))
+		}
+		sections = append(sections, container.NewVBox(box...))
+	}
+
+	argsText := prettyJSON(r.Args, r.ArgsTruncated)
+	args := textBlock(argsText, widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}})
+	copyArgs := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() {
+		fyne.CurrentApp().Clipboard().SetContent(argsText)
+	})
+	copyArgs.Importance = widget.LowImportance
+	argsBox := []fyne.CanvasObject{
+		container.NewBorder(nil, nil, heading("Arguments"), copyArgs),
+		newPanel(theme.ColorNameInputBackground, 0, args),
+	}
+	if r.ArgsTruncated {
+		argsBox = append(argsBox, note(fmt.Sprintf("(truncated: %s bytes in all; the start is shown)", thousands(r.ArgsSize))))
+	}
+	sections = append(sections, container.NewVBox(argsBox...))
+
+	desc := plain(strings.TrimSpace(r.Description))
+	var descText fyne.CanvasObject
+	if desc == "" {
+		descText = text("The server gives no description.", secondary)
+	} else {
+		descText = textBlock(desc, widget.RichTextStyle{})
+	}
+	sections = append(sections, container.NewVBox(
+		widget.NewRichText(
+			&widget.TextSegment{Text: "Tool description", Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}},
+			&widget.TextSegment{Text: "  as the server gives it", Style: secondary}),
+		descText,
+	))
+
+	return container.New(layout.NewCustomPaddedLayout(pad, pad*2, pad*3, pad*3), container.NewVBox(sections...))
+}
+
+// textBlock shows long text, wrapped at word boundaries. Fyne wraps a
+// segment of text in time that grows with the square of its length (a
+// 16 KB description takes seconds, at every layout), so the text goes in
+// as many short segments that flow on as one paragraph.
+func textBlock(s string, style widget.RichTextStyle) *widget.RichText {
+	t := widget.NewRichText(segments(s, style)...)
+	t.Wrapping = fyne.TextWrapWord
+	return t
+}
+
+// segmentSize bounds the segments of a textBlock.
+const segmentSize = 200
+
+// segments cuts s into text segments of about segmentSize bytes, after a
+// space where there is one, each line ending a paragraph.
+func segments(s string, style widget.RichTextStyle) []widget.RichTextSegment {
+	var segs []widget.RichTextSegment
+	add := func(t string, last bool) {
+		st := style
+		st.Inline = !last
+		segs = append(segs, &widget.TextSegment{Text: t, Style: st})
+	}
+	for _, line := range strings.Split(s, "\n") {
+		for len(line) > segmentSize {
+			cut := strings.LastIndexByte(line[:segmentSize], ' ') + 1
+			if cut == 0 {
+				cut = segmentSize
+				for cut > 0 && !utf8.RuneStart(line[cut]) {
+					cut--
+				}
+			}
+			add(line[:cut], false)
+			line = line[cut:]
+		}
+		if line == "" {
+			line = " " // an empty paragraph keeps its height
+		}
+		add(line, true)
+	}
+	return segs
+}
+
+// heading is a section's title.
+func heading(s string) fyne.CanvasObject {
+	return text(s, widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true})
+}
+
+// note is a small, quiet line of text.
+func note(s string) fyne.CanvasObject {
+	return text(s, caption)
+}
+
+// Colours of the diff: lines removed and added, and the words that changed.
+var (
+	diffRemoved = color.NRGBA{R: 0xDC, G: 0x26, B: 0x26, A: 0x26}
+	diffAdded   = color.NRGBA{R: 0x16, G: 0xA3, B: 0x4A, A: 0x26}
+)
+
+// maxDiffRows bounds the rows of a diff on screen.
+const maxDiffRows = 500
+
+// diffView shows a line diff, one row a line: removed lines on red with a
+// minus, added ones on green with a plus, the words that changed in colour.
+func diffView(lines []diffLine) fyne.CanvasObject {
+	rows := make([]fyne.CanvasObject, 0, min(len(lines), maxDiffRows+1))
+	for i, l := range lines {
+		if i == maxDiffRows {
+			rows = append(rows, diffRow(diffLine{op: skipped, text: fmt.Sprintf("%s more not shown", thousands(len(lines)-i))}))
+			break
+		}
+		rows = append(rows, diffRow(l))
+	}
+	return container.New(layout.NewCustomPaddedVBoxLayout(0), rows...)
+}
+
+func diffRow(l diffLine) fyne.CanvasObject {
+	codeStyle := widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}, Inline: true}
+	var sign string
+	var bg color.Color = color.Transparent
+	var changed fyne.ThemeColorName
+	switch l.op {
+	case removed:
+		sign, bg, changed = "−", diffRemoved, colorNameDiffRemoved
+	case added:
+		sign, bg, changed = "+", diffAdded, colorNameDiffAdded
+	case skipped:
+		t := text("⋯ "+l.text, widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, SizeName: theme.SizeNameCaptionText, Inline: true})
+		return container.New(layout.NewCustomPaddedLayout(-4, -4, 0, 0), t)
+	default:
+		sign = " "
+	}
+	var segs []widget.RichTextSegment
+	add := func(s string, mark bool) {
+		if s == "" {
+			return
+		}
+		st := codeStyle
+		if mark {
+			st.ColorName = changed
+		}
+		for _, seg := range segments(s, st) {
+			seg.(*widget.TextSegment).Style.Inline = true
+			segs = append(segs, seg)
+		}
+	}
+	if l.to > l.from {
+		add(l.text[:l.from], false)
+		add(l.text[l.from:l.to], true)
+		add(l.text[l.to:], false)
+	} else {
+		add(l.text, false)
+	}
+	if len(segs) == 0 {
+		add(" ", false)
+	}
+	segs[len(segs)-1].(*widget.TextSegment).Style.Inline = false
+	body := widget.NewRichText(segs...)
+	body.Wrapping = fyne.TextWrapWord
+	signText := text(sign, codeStyle)
+	rect := canvas.NewRectangle(bg)
+	return container.NewStack(rect, container.New(layout.NewCustomPaddedLayout(-4, -4, 0, 0),
+		container.NewBorder(nil, nil, signText, nil, body)))
+}
+
+// A band is a background of a theme colour, redrawn when the theme
+// changes.
+type band struct {
+	widget.BaseWidget
+	color fyne.ThemeColorName
+	rect  *canvas.Rectangle
+}
+
+func newBand(c fyne.ThemeColorName) *band {
+	b := &band{color: c, rect: canvas.NewRectangle(color.Transparent)}
+	b.ExtendBaseWidget(b)
+	return b
+}
+
+func (b *band) CreateRenderer() fyne.WidgetRenderer {
+	r := &bandRenderer{b: b}
+	r.Refresh()
+	return r
+}
+
+type bandRenderer struct{ b *band }
+
+func (r *bandRenderer) Layout(size fyne.Size)        { r.b.rect.Resize(size) }
+func (r *bandRenderer) MinSize() fyne.Size           { return fyne.Size{} }
+func (r *bandRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{r.b.rect} }
+func (r *bandRenderer) Destroy()                     {}
+func (r *bandRenderer) Refresh() {
+	r.b.rect.FillColor = r.b.Theme().Color(r.b.color, fyne.CurrentApp().Settings().ThemeVariant())
+	r.b.rect.Refresh()
+}
+
+// riskLook returns how a risk class is shown: its words and colour.
+func riskLook(risk string) (string, color.NRGBA) {
+	switch strings.ToLower(risk) {
+	case "low":
+		return "Low risk", color.NRGBA{R: 0x05, G: 0x96, B: 0x69, A: 0xFF}
+	case "medium":
+		return "Medium risk", color.NRGBA{R: 0xB4, G: 0x53, B: 0x09, A: 0xFF}
+	case "high":
+		return "High risk", color.NRGBA{R: 0xEA, G: 0x58, B: 0x0C, A: 0xFF}
+	case "critical":
+		return "Critical risk", color.NRGBA{R: 0xDC, G: 0x26, B: 0x26, A: 0xFF}
+	case "":
+		return "Risk not rated", color.NRGBA{R: 0x6B, G: 0x72, B: 0x80, A: 0xFF}
+	}
+	return plainLine(risk) + " risk", color.NRGBA{R: 0x6B, G: 0x72, B: 0x80, A: 0xFF}
+}
+
+// A badge is a short word in white on a rounded patch of colour.
+type badge struct {
+	widget.BaseWidget
+	bg    *canvas.Rectangle
+	label *canvas.Text
+}
+
+func newBadge() *badge {
+	b := &badge{bg: canvas.NewRectangle(color.Transparent), label: canvas.NewText("", color.White)}
+	b.label.TextStyle.Bold = true
+	b.ExtendBaseWidget(b)
+	return b
+}
+
+func (b *badge) set(s string, c color.NRGBA) {
+	b.label.Text = s
+	b.bg.FillColor = c
+	b.Refresh()
+}
+
+func (b *badge) CreateRenderer() fyne.WidgetRenderer {
+	return &badgeRenderer{b: b}
+}
+
+type badgeRenderer struct{ b *badge }
+
+func (r *badgeRenderer) padding() (float32, float32) {
+	th := r.b.Theme()
+	return th.Size(theme.SizeNameInnerPadding), th.Size(theme.SizeNameInnerPadding) / 3
+}
+
+func (r *badgeRenderer) Layout(size fyne.Size) {
+	h, v := r.padding()
+	r.b.bg.Resize(size)
+	r.b.label.Move(fyne.NewPos(h, v))
+	r.b.label.Resize(fyne.NewSize(size.Width-2*h, size.Height-2*v))
+}
+
+func (r *badgeRenderer) MinSize() fyne.Size {
+	h, v := r.padding()
+	m := r.b.label.MinSize()
+	return fyne.NewSize(m.Width+2*h, m.Height+2*v)
+}
+
+func (r *badgeRenderer) Refresh() {
+	th := r.b.Theme()
+	r.b.label.TextSize = th.Size(theme.SizeNameCaptionText)
+	r.b.bg.CornerRadius = r.MinSize().Height / 2
+	r.b.label.Refresh()
+	r.b.bg.Refresh()
+}
+
+func (r *badgeRenderer) Objects() []fyne.CanvasObject {
+	return []fyne.CanvasObject{r.b.bg, r.b.label}
+}
+
+func (r *badgeRenderer) Destroy() {}
+
+// A touchArea holds content and reports each tap, click and mouse press on
+// it that no widget inside takes: on its text, its padding, its
+// background.
+type touchArea struct {
+	widget.BaseWidget
+	content fyne.CanvasObject
+	touched func()
+}
+
+var (
+	_ fyne.Tappable          = (*touchArea)(nil)
+	_ fyne.SecondaryTappable = (*touchArea)(nil)
+	_ desktop.Mouseable      = (*touchArea)(nil)
+)
+
+func newTouchArea(content fyne.CanvasObject, touched func()) *touchArea {
+	t := &touchArea{content: content, touched: touched}
+	t.ExtendBaseWidget(t)
+	return t
+}
+
+func (t *touchArea) CreateRenderer() fyne.WidgetRenderer {
+	return widget.NewSimpleRenderer(t.content)
+}
+
+func (t *touchArea) Tapped(*fyne.PointEvent)          { t.touched() }
+func (t *touchArea) TappedSecondary(*fyne.PointEvent) { t.touched() }
+func (t *touchArea) MouseDown(*desktop.MouseEvent)    { t.touched() }
+func (t *touchArea) MouseUp(*desktop.MouseEvent)      {}
