@@ -47,7 +47,8 @@ verifier.
 Filters (each may be repeated, or given comma-separated; all must match):
   --from, --to     entries at or after --from and before --to: RFC 3339 times,
                    or dates (local time; --to DATE includes that day)
-  --server NAME    calls to server NAME: their receipts and outcomes
+  --server NAME    calls to server NAME (receipts and outcomes), and the pin
+                   entries of its tools' definitions
   --decision D     calls decided ALLOW, DENY or APPROVAL_REQUIRED
   --status S       calls whose outcome is SUCCEEDED, FAILED or UNKNOWN
   --kind K         entries of kind receipt, outcome, key, policy, pin or erasure
@@ -58,7 +59,10 @@ payload. The checkpoint is always of the whole log.
 
 Keep each bundle's checkpoint file: with --since-checkpoint it, the next
 export proves that the log still extends it (nothing was removed or
-rewritten in between), and the export fails if it does not.`,
+rewritten in between), and the export fails if it does not.
+
+The bundle is readable by you alone: it holds arguments and results
+(leave them out with --no-payloads).`,
 	flags: func(fs *flag.FlagSet) {
 		fs.String("out", "", "write the bundle to `PATH` (a new folder, or PATH.tar.gz)")
 		fs.String("from", "", "entries at or after `TIME` (RFC 3339 or YYYY-MM-DD)")

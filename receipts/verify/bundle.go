@@ -392,24 +392,18 @@ const maxLine = 64 << 20
 // lineReader reads a JSON Lines file line by line, and refuses a line that
 // is not ended by a newline or is longer than maxLine.
 type lineReader struct {
-	r    *bufio.Reader
-	n    int // lines read
-	err  error
-	peek []byte // a line read ahead, if any
-	has  bool
+	r   *bufio.Reader
+	n   int // lines read
+	err error
 }
 
 func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 256<<10)}
+	return &lineReader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
 // next returns the next line without its newline, a copy the caller may
 // keep, or nil at the end or on error (see err).
 func (l *lineReader) next() []byte {
-	if l.has {
-		l.has = false
-		return l.peek
-	}
 	if l.err != nil {
 		return nil
 	}
@@ -440,18 +434,6 @@ func (l *lineReader) next() []byte {
 	}
 	l.n++
 	return line[:len(line)-1]
-}
-
-// peekLine returns the next line without consuming it.
-func (l *lineReader) peekLine() []byte {
-	if !l.has {
-		l.peek = l.next()
-		l.has = l.peek != nil
-	}
-	if !l.has {
-		return nil
-	}
-	return l.peek
 }
 
 // failed returns the reader's error, if it stopped on anything but the end.

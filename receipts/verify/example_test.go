@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -139,23 +140,29 @@ func ExampleBundle() {
 	// ok: true
 }
 
-// TestEveryByte changes every byte of every file of a bundle, one at a
-// time: no change goes unnoticed, and the report names the file or the
-// entry. A changed entry fails a check of its own (canonical form or
-// signature), not only the manifest's digest.
+// TestEveryByte changes every byte of every file of the example bundle
+// (and of a consistency proof), one at a time: no change goes unnoticed,
+// and the report names the file or the entry. A changed entry fails a check
+// of its own (canonical form or signature), not only the manifest's digest.
 func TestEveryByte(t *testing.T) {
 	f := fixture(t)
-	base := load(t, f.since)
-	for name, file := range base {
+	example, since := load(t, exampleDir), load(t, f.since)
+	bundles := map[string]fstest.MapFS{}
+	for name := range example {
+		bundles[name] = example
+	}
+	bundles[verify.FileConsistency] = since
+	for name, base := range bundles {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			stride := 1
 			if name == verify.FileReport || name == verify.FileCSV {
-				stride = 61 // bound by the same digest check as every file
+				stride = 29 // bound by the digest check every file has
 			}
 			if testing.Short() {
-				stride = 17
+				stride = 13
 			}
+			file := base[name]
 			for i := 0; i < len(file.Data); i += stride {
 				m := cloneFS(base)
 				data := bytes.Clone(file.Data)
@@ -293,42 +300,68 @@ func FuzzBundleFile(f *testing.F) {
 	})
 }
 
-// benchLog is a log of n calls (a receipt and an outcome each), exported
-// whole and for one server, built once per size.
-var benchBundles = map[int][2]string{}
-
+// benchBundle exports the benchmarks' log of n entries (calls: a receipt
+// and an outcome each, one call in ten to server "mail"), whole and for
+// server mail. With $GATEHOUSE_BENCH_DIR set, the log is built there once
+// and reused by later runs, and by BenchmarkExport in package receipts,
+// which builds the same log the same way.
 func benchBundle(b *testing.B, n int) (complete, partial string) {
-	if got, ok := benchBundles[n]; ok {
-		return got[0], got[1]
-	}
 	ctx := context.Background()
-	dir := b.TempDir()
-	l, _ := newLog(b, filepath.Join(dir, "home"), "", newKey(b))
-	for i := range n / 2 {
+	dir := os.Getenv("GATEHOUSE_BENCH_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	home := filepath.Join(dir, fmt.Sprintf("log-%d", n))
+	keyFile, doneFile := home+".key", home+".done"
+	if _, err := os.Stat(doneFile); err != nil {
+		os.RemoveAll(home)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(newKey(b).Seed())), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(keyFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seed, err := hex.DecodeString(string(raw))
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, _ := newLog(b, home, "", ed25519.NewKeyFromSeed(seed))
+	size, _ := l.Size(ctx)
+	for i := size; i < int64(n); i += 2 {
 		server := "files"
-		if i%10 == 0 {
+		if (i/2)%10 == 0 {
 			server = "mail"
 		}
-		r, err := l.AppendReceipt(ctx, receipt(server, "read_file", entry.Allow), []byte(fmt.Sprintf(`{"path":"/home/me/notes-%d.txt"}`, i)))
+		r, err := l.AppendReceipt(ctx, receipt(server, "read_file", entry.Allow), fmt.Appendf(nil, `{"path":"/home/me/notes-%d.txt"}`, i))
 		if err != nil {
 			b.Fatal(err)
 		}
-		l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded, DurationMS: 1.5}, []byte(`{"content":[{"type":"text","text":"hello"}]}`))
+		if _, err := l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded, DurationMS: 1.5},
+			[]byte(`{"content":[{"type":"text","text":"hello"}]}`)); err != nil {
+			b.Fatal(err)
+		}
 	}
-	complete, partial = filepath.Join(dir, "complete"), filepath.Join(dir, "partial")
+	if err := os.WriteFile(doneFile, nil, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	out := b.TempDir()
+	complete, partial = filepath.Join(out, "complete"), filepath.Join(out, "partial")
 	if _, err := l.Export(ctx, complete, nil); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := l.Export(ctx, partial, &receipts.ExportOptions{Filter: receipts.ExportFilter{Servers: []string{"mail"}}}); err != nil {
 		b.Fatal(err)
 	}
-	benchBundles[n] = [2]string{complete, partial}
 	return complete, partial
 }
 
 // benchEntries is the size of the benchmarks' log: 10,000 by default;
-// GATEHOUSE_BENCH_ENTRIES=1000000 for a million (building it takes a
-// while: every append is a durable transaction).
+// $GATEHOUSE_BENCH_ENTRIES otherwise.
 func benchEntries() int {
 	var n int
 	if _, err := fmt.Sscan(os.Getenv("GATEHOUSE_BENCH_ENTRIES"), &n); err == nil && n > 0 {
@@ -339,6 +372,10 @@ func benchEntries() int {
 
 // BenchmarkVerify measures verification throughput in entries per second,
 // of a whole log (tree rebuilt) and of a tenth of it (a proof per entry).
+//
+//	go test -run '^$' -bench Verify -benchtime 5x ./receipts/verify/
+//	GATEHOUSE_BENCH_ENTRIES=1000000 GATEHOUSE_BENCH_DIR=/var/tmp/gatehouse-bench \
+//	  go test -run '^$' -bench Verify -benchtime 1x -timeout 4h ./receipts/verify/
 func BenchmarkVerify(b *testing.B) {
 	complete, partial := benchBundle(b, benchEntries())
 	for _, bb := range []struct{ name, dir string }{{"complete", complete}, {"partial", partial}} {
@@ -361,4 +398,22 @@ func BenchmarkVerify(b *testing.B) {
 			b.ReportMetric(float64(r.Entries), "entries")
 		})
 	}
+}
+
+// ParsePublicKeys reads a pin in any of the forms keys are handed out in.
+func ExampleParsePublicKeys() {
+	for _, pin := range []string{
+		"O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik=",
+		`{"kty":"OKP","crv":"Ed25519","x":"O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik"}`,
+	} {
+		keys, err := verify.ParsePublicKeys([]byte(pin))
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(entry.KeyID(keys[0]))
+	}
+	// Output:
+	// 139e3940e64b5491
+	// 139e3940e64b5491
 }

@@ -1,7 +1,10 @@
 package verify
 
 import (
+	"crypto/ed25519"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -76,4 +79,61 @@ func TestIndexes(t *testing.T) {
 			t.Errorf("parseIndexes(%q) succeeded, want an error", bad)
 		}
 	}
+}
+
+// TestDependencies keeps the verifier self-contained: the standard library,
+// the wire format, tlog and note, and the canonicalizer. No database, no
+// MCP, nothing an auditor would have to trust besides these.
+func TestDependencies(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	allowed := []string{
+		"github.com/gatehouse-dev/gatehouse/receipts/verify",
+		"github.com/gatehouse-dev/gatehouse/receipts/entry",
+		"golang.org/x/mod/sumdb/tlog",
+		"golang.org/x/mod/sumdb/note",
+		"github.com/gowebpki/jcs",
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		first, _, _ := strings.Cut(dep, "/")
+		std := !strings.Contains(first, ".")
+		if !std && !slices.Contains(allowed, dep) {
+			t.Errorf("the verifier depends on %s", dep)
+		}
+	}
+}
+
+// FuzzCheckSignature: the verifier's signature check, over the stored
+// bytes, agrees with entry.Verify, which encodes the entry again, for any
+// entry Parse accepts, changed or not.
+func FuzzCheckSignature(f *testing.F) {
+	f.Add([]byte(`{"reason":"x","sig":"AAAA"}`), "log", uint16(0), byte(0))
+	f.Add([]byte(`{"a":{"sig":"b"},"z":",\"sig\":\""}`), "l", uint16(40), byte(1))
+	f.Add([]byte(`{}`), "l", uint16(200), byte(4))
+	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	pub := key.Public().(ed25519.PublicKey)
+	f.Fuzz(func(t *testing.T, body []byte, log string, at uint16, flip byte) {
+		e := &entry.Entry{Log: log, Index: 1, ID: "e-1", Kind: entry.KindPolicy, Time: "2025-06-30T12:00:00Z",
+			Prev: entry.FormatTreeHash(entry.EmptyTreeHash), Body: body}
+		raw, err := entry.Sign(e, key)
+		if err != nil {
+			return
+		}
+		if flip != 0 {
+			raw[int(at)%len(raw)] ^= flip
+		}
+		parsed, err := entry.Parse(raw)
+		if err != nil {
+			return
+		}
+		want, got := entry.Verify(parsed, pub), checkSignature(raw, parsed, pub)
+		if (want == nil) != (got == nil) {
+			t.Fatalf("entry.Verify = %v, checkSignature = %v, for %s", want, got, raw)
+		}
+		if flip == 0 && got != nil {
+			t.Fatalf("a signed entry fails: %v", got)
+		}
+	})
 }

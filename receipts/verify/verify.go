@@ -55,11 +55,13 @@
 package verify
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -141,14 +143,13 @@ type verifier struct {
 	// The log as the entries tell it.
 	count      int64
 	logID      string
-	last       int64 // index of the last entry read; -1 before the first
-	ids        map[string]int64
+	last       int64            // index of the last entry read; -1 before the first
+	entries    map[string]*seen // by id
 	keys       map[string]*keyInfo
 	keyOrder   []string
-	calls      map[string]*call
 	erasures   []erasureItem
 	tombstones []tombstone
-	seen       []int64 // indexes, as read
+	order      []int64 // indexes, as read
 
 	// A complete bundle's tree, rebuilt.
 	tree         frontier
@@ -178,14 +179,69 @@ type keyInfo struct {
 	previous string
 }
 
-// A call is a receipt or an outcome, as the later checks need it.
-type call struct {
-	index    int64
-	kind     entry.Kind
-	decision string            // receipts
-	outcomes int               // receipts: outcomes seen for it
-	commit   map[string]string // part -> commitment the entry signed
-	payload  map[string]string // part -> "data" or "erased", as payloads.jsonl gave it
+// seen is what the later checks need of an entry read. There is one per
+// entry, a million for a large log, so it is kept small: kinds and
+// decisions are the package's constants, a commitment its 32 bytes.
+type seen struct {
+	index     int64
+	kind      entry.Kind
+	decision  string            // receipts
+	commit    [sha256.Size]byte // a receipt's args or an outcome's result commitment, if hasCommit
+	hasCommit bool
+	outcomes  uint8 // receipts: outcomes seen for it (counting stops at 2)
+	payload   uint8 // what payloads.jsonl holds for it: payloadNone, payloadData or payloadErased
+}
+
+const (
+	payloadNone uint8 = iota
+	payloadData
+	payloadErased
+)
+
+// part is the payload part an entry of kind k commits to.
+func part(k entry.Kind) string {
+	if k == entry.KindReceipt {
+		return "args"
+	}
+	return "result"
+}
+
+// commitment returns the commitment the entry signed for part p, if any.
+func (c *seen) commitment(p string) (string, bool) {
+	if !c.hasCommit || p != part(c.kind) {
+		return "", false
+	}
+	return "sha256:" + hex.EncodeToString(c.commit[:]), true
+}
+
+// setCommitment keeps a commitment that checkBody found well formed.
+func (c *seen) setCommitment(s string) {
+	h, err := hex.DecodeString(strings.TrimPrefix(s, "sha256:"))
+	if s == "" || err != nil || len(h) != sha256.Size {
+		return
+	}
+	c.commit, c.hasCommit = [sha256.Size]byte(h), true
+}
+
+// kindOf returns the package's constant for kind k, so that a million
+// entries share it.
+func kindOf(k entry.Kind) entry.Kind {
+	for _, c := range []entry.Kind{entry.KindReceipt, entry.KindOutcome, entry.KindKey, entry.KindPolicy, entry.KindPin, entry.KindErasure} {
+		if k == c {
+			return c
+		}
+	}
+	return k
+}
+
+// decisionOf does the same for a receipt's decision.
+func decisionOf(d string) string {
+	for _, c := range []string{entry.Allow, entry.Deny, entry.ApprovalRequired} {
+		if d == c {
+			return c
+		}
+	}
+	return d
 }
 
 type erasureItem struct {
@@ -213,9 +269,8 @@ func newVerifier(fsys fs.FS, opts *Options) *verifier {
 		digests: map[string]string{},
 		jwks:    map[string]ed25519.PublicKey{},
 		last:    -1,
-		ids:     map[string]int64{},
+		entries: map[string]*seen{},
 		keys:    map[string]*keyInfo{},
-		calls:   map[string]*call{},
 		treeAt:  map[int64]*tlog.Hash{},
 	}
 	if opts != nil {
@@ -589,7 +644,7 @@ func (v *verifier) prepare(it *item) {
 		it.body, it.bodyErr = decodeBody(e)
 		if pub, ok := v.jwks[e.Key]; ok {
 			it.sigChecked = true
-			it.sigErr = entry.Verify(e, pub)
+			it.sigErr = checkSignature(it.raw, e, pub)
 		}
 	}
 	if it.proofRaw == nil || v.cp == nil {
@@ -642,6 +697,36 @@ func (v *verifier) prepare(it *item) {
 	}
 }
 
+// checkSignature checks the signature of entry e, whose stored bytes are
+// raw, with pub. It is entry.Verify without encoding the entry again: for
+// bytes Parse accepted (canonical, exactly the format's members), the
+// canonical form without sig is raw without its `,"sig":"..."` member
+// (docs/evidence.md, 3.4). That member is the last such text in raw: after
+// the body come only the format's own members, whose strings cannot hold a
+// quote.
+func checkSignature(raw []byte, e *entry.Entry, pub ed25519.PublicKey) error {
+	if id := entry.KeyID(pub); id != e.Key {
+		return fmt.Errorf("%w: key %s does not match the entry's key id %s", entry.ErrSignature, id, e.Key)
+	}
+	sig, err := base64.StdEncoding.Strict().DecodeString(e.Sig)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return fmt.Errorf("%w: sig is not a base64 Ed25519 signature", entry.ErrSignature)
+	}
+	member := `,"sig":"` + e.Sig + `"`
+	i := bytes.LastIndex(raw, []byte(member))
+	if i < 0 {
+		return fmt.Errorf("%w: no sig member", entry.ErrMalformed)
+	}
+	msg := make([]byte, 0, len(entry.SigningPrefix)+len(raw)-len(member))
+	msg = append(msg, entry.SigningPrefix...)
+	msg = append(msg, raw[:i]...)
+	msg = append(msg, raw[i+len(member):]...)
+	if !ed25519.Verify(pub, msg, sig) {
+		return entry.ErrSignature
+	}
+	return nil
+}
+
 // decodeBody decodes an entry's body into its kind's type, refusing unknown
 // fields.
 func decodeBody(e *entry.Entry) (any, error) {
@@ -665,7 +750,45 @@ func decodeBody(e *entry.Entry) (any, error) {
 	if err := decodeStrict(e.Body, body); err != nil {
 		return nil, fmt.Errorf("body of a %s entry: %v", e.Kind, err)
 	}
+	if err := checkBody(body); err != nil {
+		return nil, fmt.Errorf("body of a %s entry: %v", e.Kind, err)
+	}
 	return body, nil
+}
+
+// checkBody checks the values a body's kind allows.
+func checkBody(body any) error {
+	commitment := func(name, c string, optional bool) error {
+		if c == "" && optional {
+			return nil
+		}
+		if h, ok := strings.CutPrefix(c, "sha256:"); !ok || len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			return fmt.Errorf("%s %q is not sha256: and 64 lowercase hex digits", name, c)
+		}
+		return nil
+	}
+	switch b := body.(type) {
+	case *entry.Receipt:
+		if b.Decision != entry.Allow && b.Decision != entry.Deny && b.Decision != entry.ApprovalRequired {
+			return fmt.Errorf("decision %q is not ALLOW, DENY or APPROVAL_REQUIRED", b.Decision)
+		}
+		return commitment("args", b.Args, false)
+	case *entry.Outcome:
+		if b.Status != entry.Succeeded && b.Status != entry.Failed && b.Status != entry.Unknown {
+			return fmt.Errorf("status %q is not SUCCEEDED, FAILED or UNKNOWN", b.Status)
+		}
+		if b.Receipt == "" {
+			return errors.New("no receipt")
+		}
+		return commitment("result", b.Result, true)
+	case *entry.ErasureEvent:
+		for _, x := range b.Erased {
+			if err := commitment("erased commitment", x.Commitment, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // absorb runs the checks that need the entries before it, in log order.
@@ -693,7 +816,7 @@ func (v *verifier) absorb(it *item, pays *payloadReader) {
 		v.n.canonical++
 	}
 
-	v.absorbOrder(it, at)
+	rec := v.absorbOrder(it, at)
 	if k, ok := it.body.(*entry.KeyEvent); ok {
 		v.absorbKey(e, k, at)
 	}
@@ -711,7 +834,7 @@ func (v *verifier) absorb(it *item, pays *payloadReader) {
 	case it.sigChecked:
 		v.n.signed++
 	case k != nil:
-		if err := entry.Verify(e, k.pub); err != nil {
+		if err := checkSignature(it.raw, e, k.pub); err != nil {
 			at(CheckSignatures, "%v", err)
 		} else {
 			v.n.signed++
@@ -721,13 +844,17 @@ func (v *verifier) absorb(it *item, pays *payloadReader) {
 	}
 
 	v.absorbInclusion(it, pos, at)
-	v.absorbCall(e, it.body, at)
+	if rec != nil {
+		v.absorbCall(e, rec, it.body, at)
+	}
 	if pays != nil {
-		pays.entry(v, e, v.calls[e.ID])
+		pays.entry(v, e, rec)
 	}
 }
 
-func (v *verifier) absorbOrder(it *item, at func(string, string, ...any)) {
+// absorbOrder checks an entry's place in the log, and returns its record;
+// nil for an id seen before.
+func (v *verifier) absorbOrder(it *item, at func(string, string, ...any)) *seen {
 	e := it.e
 	if v.logID == "" {
 		v.logID = e.Log
@@ -744,18 +871,25 @@ func (v *verifier) absorbOrder(it *item, at func(string, string, ...any)) {
 	case v.last >= 0 && e.Index < v.last:
 		at(CheckOrder, "out of order: comes after entry %d", v.last)
 	}
-	if first, dup := v.ids[e.ID]; dup && first != e.Index {
-		at(CheckOrder, "its id %s is also entry %d's", e.ID, first)
-	} else if !dup {
-		v.ids[e.ID] = e.Index
+	rec, dup := v.entries[e.ID]
+	switch {
+	case dup && rec.index != e.Index:
+		at(CheckOrder, "its id %s is also entry %d's", e.ID, rec.index)
+		rec = nil
+	case dup:
+		rec = nil // the same entry again: reported above
+	default:
+		rec = &seen{index: e.Index, kind: kindOf(e.Kind)}
+		v.entries[e.ID] = rec
 	}
 	if v.cp != nil && e.Index >= v.cp.Size {
 		at(CheckOrder, "beyond the checkpoint, whose tree has %d entries", v.cp.Size)
 	}
-	v.seen = append(v.seen, e.Index)
+	v.order = append(v.order, e.Index)
 	if e.Index > v.last {
 		v.last = e.Index
 	}
+	return rec
 }
 
 // absorbKey follows the key chain through a key entry.
@@ -861,30 +995,31 @@ func (v *verifier) absorbInclusion(it *item, pos int64, at func(string, string, 
 	}
 }
 
-func (v *verifier) absorbCall(e *entry.Entry, body any, at func(string, string, ...any)) {
+// absorbCall keeps what the linkage, payload and erasure checks need of
+// entry e, whose record is rec.
+func (v *verifier) absorbCall(e *entry.Entry, rec *seen, body any, at func(string, string, ...any)) {
 	switch b := body.(type) {
 	case *entry.Receipt:
 		v.n.receipts++
-		v.calls[e.ID] = &call{index: e.Index, kind: e.Kind, decision: b.Decision,
-			commit: map[string]string{"args": b.Args}, payload: map[string]string{}}
+		rec.decision = decisionOf(b.Decision)
+		rec.setCommitment(b.Args)
 	case *entry.Outcome:
 		v.n.outcomes++
-		c := &call{index: e.Index, kind: e.Kind, commit: map[string]string{}, payload: map[string]string{}}
-		if b.Result != "" {
-			c.commit["result"] = b.Result
+		rec.setCommitment(b.Result)
+		r := v.entries[b.Receipt]
+		if r != nil && r.index >= e.Index {
+			r = nil // not before it
 		}
-		v.calls[e.ID] = c
-		r := v.calls[b.Receipt]
 		switch {
 		case r == nil:
 			at(CheckLinkage, "an outcome for receipt %s, which is not in the bundle before it", b.Receipt)
 		case r.kind != entry.KindReceipt:
 			at(CheckLinkage, "an outcome for %s, which is a %s entry, not a receipt", b.Receipt, r.kind)
 		case r.decision != entry.Allow:
-			r.outcomes++
+			r.outcomes = min(r.outcomes+1, 2)
 			at(CheckLinkage, "an outcome for receipt %s (entry %d), whose decision is %s: a call ran that was not allowed", b.Receipt, r.index, r.decision)
 		default:
-			r.outcomes++
+			r.outcomes = min(r.outcomes+1, 2)
 			if r.outcomes > 1 {
 				at(CheckLinkage, "a second outcome for receipt %s (entry %d): one call, two results", b.Receipt, r.index)
 			}
@@ -929,9 +1064,9 @@ func (p *payloadReader) peek() *PayloadLine {
 	return p.next
 }
 
-// entry checks the payload lines of entry e (c: its call, nil for other
-// kinds).
-func (p *payloadReader) entry(v *verifier, e *entry.Entry, c *call) {
+// entry checks the payload lines of entry e, whose record is c (nil for a
+// duplicate).
+func (p *payloadReader) entry(v *verifier, e *entry.Entry, c *seen) {
 	for pl := p.peek(); pl != nil && pl.Index < e.Index; pl = p.peek() {
 		p.c.fail(Problem{Index: pl.Index, ID: pl.Entry, File: FilePayloads, Line: p.line,
 			Msg: "a payload for an entry that is not in entries.jsonl here (missing, or out of order)"})
@@ -945,10 +1080,8 @@ func (p *payloadReader) entry(v *verifier, e *entry.Entry, c *call) {
 	if c == nil {
 		return
 	}
-	for _, part := range slices.Sorted(maps.Keys(c.commit)) {
-		if _, ok := c.payload[part]; !ok {
-			p.c.failf(e.Index, e.ID, "payloads.jsonl has neither the %s it commits to nor a tombstone", part)
-		}
+	if c.hasCommit && c.payload == payloadNone {
+		p.c.failf(e.Index, e.ID, "payloads.jsonl has neither the %s it commits to nor a tombstone", part(c.kind))
 	}
 }
 
@@ -961,7 +1094,7 @@ func (p *payloadReader) rest(v *verifier) {
 	}
 }
 
-func (v *verifier) checkPayload(e *entry.Entry, c *call, pl *PayloadLine, line int) {
+func (v *verifier) checkPayload(e *entry.Entry, c *seen, pl *PayloadLine, line int) {
 	cp := v.check(CheckPayloads)
 	fail := func(format string, args ...any) {
 		cp.fail(Problem{Index: e.Index, ID: e.ID, File: FilePayloads, Line: line, Msg: fmt.Sprintf(format, args...)})
@@ -971,15 +1104,15 @@ func (v *verifier) checkPayload(e *entry.Entry, c *call, pl *PayloadLine, line i
 		return
 	}
 	if c == nil {
-		fail("a %s entry has no payloads", e.Kind)
+		fail("a payload for an entry read twice")
 		return
 	}
-	want, ok := c.commit[pl.Part]
+	want, ok := c.commitment(pl.Part)
 	if !ok {
 		fail("a %s entry commits to no %q payload", e.Kind, pl.Part)
 		return
 	}
-	if _, dup := c.payload[pl.Part]; dup {
+	if c.payload != payloadNone {
 		fail("a second %s payload", pl.Part)
 		return
 	}
@@ -988,7 +1121,7 @@ func (v *verifier) checkPayload(e *entry.Entry, c *call, pl *PayloadLine, line i
 		return
 	}
 	if pl.Erased() {
-		c.payload[pl.Part] = "erased"
+		c.payload = payloadErased
 		if pl.Salt != nil || pl.Data != nil {
 			fail("a tombstone that still carries salt or data")
 			return
@@ -996,7 +1129,7 @@ func (v *verifier) checkPayload(e *entry.Entry, c *call, pl *PayloadLine, line i
 		v.tombstones = append(v.tombstones, tombstone{index: e.Index, entry: e.ID, part: pl.Part, erasedBy: pl.ErasedBy, line: line})
 		return
 	}
-	c.payload[pl.Part] = "data"
+	c.payload = payloadData
 	if pl.Salt == nil || pl.Data == nil {
 		fail("neither salt and data nor a tombstone")
 		return
@@ -1143,6 +1276,7 @@ func (v *verifier) finishTree() {
 func (v *verifier) finishConsistency() {
 	c := v.check(CheckConsistency)
 	if len(v.earlier) == 0 {
+		c.Detail = "no earlier checkpoint could be read"
 		if c.Failures == 0 {
 			c.Status = Skipped
 			c.Detail = "no earlier checkpoint given (--since-checkpoint FILE)"
@@ -1209,7 +1343,7 @@ func (v *verifier) finishConsistency() {
 
 func (v *verifier) finishLinkage() {
 	c := v.check(CheckLinkage)
-	for _, cl := range v.calls {
+	for _, cl := range v.entries {
 		if cl.kind == entry.KindReceipt && cl.decision == entry.Allow && cl.outcomes == 0 {
 			v.n.allowedWithout++
 		}
@@ -1240,8 +1374,8 @@ func (v *verifier) finishErasures() {
 			continue
 		}
 		by[k] = x
-		cl := v.calls[x.item.Entry]
-		if cl == nil {
+		cl := v.entries[x.item.Entry]
+		if cl == nil || (cl.kind != entry.KindReceipt && cl.kind != entry.KindOutcome) {
 			if v.complete {
 				fail("erases the %s of %s, which is not in the log", x.item.Part, x.item.Entry)
 			} else {
@@ -1252,9 +1386,13 @@ func (v *verifier) finishErasures() {
 		switch {
 		case cl.index >= x.index:
 			fail("erases the %s of %s (entry %d), which comes after it", x.item.Part, x.item.Entry, cl.index)
-		case cl.commit[x.item.Part] != x.item.Commitment:
-			fail("names commitment %s for the %s of %s; the entry signed %s", x.item.Commitment, x.item.Part, x.item.Entry, orDash(cl.commit[x.item.Part]))
-		case v.payloads && cl.payload[x.item.Part] == "data":
+		case x.item.Part != part(cl.kind):
+			fail("erases the %s of %s, a %s entry, which has none", x.item.Part, x.item.Entry, cl.kind)
+		case !cl.hasCommit:
+			fail("names commitment %s for the %s of %s, which committed to none", x.item.Commitment, x.item.Part, x.item.Entry)
+		case mustCommitment(cl) != x.item.Commitment:
+			fail("names commitment %s for the %s of %s; the entry signed %s", x.item.Commitment, x.item.Part, x.item.Entry, mustCommitment(cl))
+		case v.payloads && cl.payload == payloadData:
 			fail("erased the %s of %s (entry %d), but payloads.jsonl still holds them", x.item.Part, x.item.Entry, cl.index)
 		default:
 			v.report.Erasures = append(v.report.Erasures, Erasure{Entry: x.item.Entry, Index: cl.index, Part: x.item.Part,
@@ -1349,8 +1487,14 @@ func (v *verifier) finishManifest() {
 	if m.Counts.Entries != v.count {
 		c.failf(-1, "", "the manifest counts %d entries; entries.jsonl has %d", m.Counts.Entries, v.count)
 	}
-	if v.payloads && (m.Counts.Payloads != v.n.payloadLines) {
+	if v.payloads && m.Counts.Payloads != v.n.payloadLines {
 		c.failf(-1, "", "the manifest counts %d payloads; payloads.jsonl has %d", m.Counts.Payloads, v.n.payloadLines)
+	}
+	if v.payloads && m.Counts.Erased != int64(len(v.tombstones)) {
+		c.failf(-1, "", "the manifest counts %d erased payloads; payloads.jsonl has %d tombstones", m.Counts.Erased, len(v.tombstones))
+	}
+	if m.Counts.Selected > m.Counts.Entries {
+		c.failf(-1, "", "the manifest counts more entries chosen by the filters (%d) than entries (%d)", m.Counts.Selected, m.Counts.Entries)
 	}
 	if m.Complete && v.cp != nil && m.Indexes != fmt.Sprintf("0-%d", v.cp.Size-1) && !(v.cp.Size == 1 && m.Indexes == "0") {
 		c.failf(-1, "", "the manifest claims the whole log, but lists indexes %q", m.Indexes)
@@ -1399,7 +1543,7 @@ func plural(n int, one, many string) string {
 // compareListed compares the indexes read with those the manifest lists.
 func (v *verifier) compareListed() {
 	c := v.check(CheckOrder)
-	seen := slices.Clone(v.seen)
+	seen := slices.Clone(v.order)
 	slices.Sort(seen)
 	seen = slices.Compact(seen)
 	byIndex := map[int64]string{}
@@ -1427,9 +1571,9 @@ func (v *verifier) compareListed() {
 	if len(byIndex) == 0 {
 		return
 	}
-	for id, index := range v.ids {
-		if _, ok := byIndex[index]; ok {
-			byIndex[index] = id
+	for id, rec := range v.entries {
+		if _, ok := byIndex[rec.index]; ok {
+			byIndex[rec.index] = id
 		}
 	}
 	for _, index := range slices.Sorted(maps.Keys(byIndex)) {
@@ -1442,4 +1586,9 @@ func span(first, last int64) string {
 		return fmt.Sprintf("entry %d", first)
 	}
 	return fmt.Sprintf("entries %d-%d", first, last)
+}
+
+// mustCommitment is the commitment of an entry that has one.
+func mustCommitment(c *seen) string {
+	return "sha256:" + hex.EncodeToString(c.commit[:])
 }
