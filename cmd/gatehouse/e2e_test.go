@@ -582,7 +582,29 @@ func TestSecretsAreRedacted(t *testing.T) {
 	if strings.Contains(p.stderr.String(), secret) {
 		t.Errorf("the proxy's log holds the secret:\n%s", p.stderr)
 	}
-	// Nothing in the home folder holds it either.
+	// The outcome records the finding (which secret, how encoded), and an
+	// export of the log verifies and holds no trace of the value.
+	p.close()
+	p.cmd.Wait()
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	gatehouse(t, home, "export", "--out", bundle)
+	entries, err := os.ReadFile(filepath.Join(bundle, "entries.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`"redactions":\[\{"count":\d+,"encoding":"raw","secret":"everything.API_KEY"\}`).Match(entries) {
+		t.Errorf("no outcome records the redaction of everything.API_KEY:\n%s", entries)
+	}
+	gatehouse(t, home, "verify", bundle)
+	// Nothing in the home folder or the export holds it.
+	filepath.WalkDir(bundle, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s holds the secret", path)
+			}
+		}
+		return nil
+	})
 	filepath.WalkDir(home, func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(secret)) {
@@ -712,5 +734,39 @@ func TestGovernedCallEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(approverOut.String(), "echo") {
 		t.Errorf("the terminal approver did not show the request:\n%s", approverOut.String())
+	}
+
+	// Both decisions have their receipts, the call that ran its outcome,
+	// and the log verifies.
+	p.close()
+	p.cmd.Wait()
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	gatehouse(t, home, "export", "--out", bundle)
+	gatehouse(t, home, "verify", bundle)
+	data, err := os.ReadFile(filepath.Join(bundle, "entries.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var denied, allowed, outcomes int
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e struct {
+			Kind string
+			Body struct {
+				Capability, Decision, Status string
+				Approver                     *struct{ Kind, Scope string }
+			}
+		}
+		json.Unmarshal([]byte(line), &e)
+		switch {
+		case e.Kind == "receipt" && e.Body.Capability == "mcp.everything.echo" && e.Body.Decision == "DENY":
+			denied++
+		case e.Kind == "receipt" && e.Body.Decision == "ALLOW" && e.Body.Approver != nil && e.Body.Approver.Scope == "once":
+			allowed++
+		case e.Kind == "outcome" && e.Body.Status == "SUCCEEDED":
+			outcomes++
+		}
+	}
+	if denied != 1 || allowed != 1 || outcomes != 1 {
+		t.Errorf("log holds %d denied and %d approved receipts and %d outcomes, want 1, 1, 1:\n%s", denied, allowed, outcomes, data)
 	}
 }
