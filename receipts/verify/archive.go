@@ -21,7 +21,9 @@ import (
 var ErrNotBundle = errors.New("not an evidence bundle")
 
 // Open returns the files of the bundle at name: a folder, or a gzipped tar
-// archive of one (which is read into memory).
+// archive of one. A folder's files are read as they are checked; an
+// archive is unpacked into memory (about 1 GB for a million entries), so
+// extract a large one and open the folder.
 func Open(name string) (fs.FS, error) {
 	fi, err := os.Stat(name)
 	if err != nil {
