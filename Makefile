@@ -122,11 +122,13 @@ build-check: build ## the builds make test checks: both binaries, and the CLI wi
 	$(call heading,build: CGO_ENABLED=0 go build ./cmd/gatehouse)
 	CGO_ENABLED=0 go build -o /dev/null ./cmd/gatehouse
 
-bench: deps-test build ## bin/gatehouse bench, then the gateway's Go benchmarks
+bench: deps-test build ## bin/gatehouse bench, then the Go benchmarks of the proxy, the gate and the evidence log
 	$(call heading,bench: bin/gatehouse bench)
 	$(KEYRING) bin/gatehouse bench
-	$(call heading,bench: go test -bench . ./gateway/...)
-	$(KEYRING) go test -run '^$$' -bench . -benchtime 2000x ./gateway/...
+	$(call heading,bench: go test -bench . ./gateway/... ./gate/)
+	$(KEYRING) go test -run '^$$' -bench . -benchtime 2000x ./gateway/... ./gate/
+	$(call heading,bench: go test -bench . ./receipts/... (appends, search, export, verify; set GATEHOUSE_BENCH_ENTRIES=1000000 for the million-entry figures))
+	$(KEYRING) go test -run '^$$' -bench . -timeout 2h ./receipts/...
 
 fuzz: go-check ## run every Fuzz* target for FUZZTIME each (default 10s)
 	$(call heading,fuzz: each fuzz target for $(FUZZTIME))
