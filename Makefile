@@ -127,7 +127,7 @@ bench: deps-test build ## bin/gatehouse bench, then the Go benchmarks of the pro
 	$(KEYRING) bin/gatehouse bench
 	$(call heading,bench: go test -bench . ./gateway/... ./gate/)
 	$(KEYRING) go test -run '^$$' -bench . -benchtime 2000x ./gateway/... ./gate/
-	$(call heading,bench: go test -bench . ./receipts/... (appends, search, export, verify; set GATEHOUSE_BENCH_ENTRIES=1000000 for the million-entry figures))
+	$(call heading,bench: go test -bench . ./receipts/... (search builds a million-receipt database once, about 30 min, cached under the temp folder; GATEHOUSE_BENCH_ENTRIES=1000000 runs export and verify at a million too))
 	$(KEYRING) go test -run '^$$' -bench . -timeout 2h ./receipts/...
 
 fuzz: go-check ## run every Fuzz* target for FUZZTIME each (default 10s)
