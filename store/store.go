@@ -56,6 +56,13 @@ func DefaultDir() (string, error) {
 	if dir := os.Getenv(EnvHome); dir != "" {
 		return filepath.Abs(dir)
 	}
+	return SystemDir()
+}
+
+// SystemDir returns the home folder in the user's config folder, where
+// Gatehouse keeps its data when nothing says otherwise: "gatehouse"
+// ("Gatehouse" on macOS and Windows) in [os.UserConfigDir].
+func SystemDir() (string, error) {
 	cfg, err := os.UserConfigDir()
 	if err != nil {
 		return "", fmt.Errorf("locate home folder: %w (set %s)", err, EnvHome)

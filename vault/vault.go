@@ -183,3 +183,6 @@ func explain(err error) error {
 	}
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
 }
+
+// Service returns the keychain service name the vault's items live under.
+func (v *Vault) Service() string { return v.service }

@@ -13,12 +13,13 @@ import (
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
-// vaultFor returns the keychain view of the home folder st: the default home
-// uses the service "gatehouse"; any other home (a profile, a test) gets its
-// own service, named after its path, so that homes never share keys.
+// vaultFor returns the keychain view of the home folder st: the home in
+// the user's config folder uses the service "gatehouse"; any other home (a
+// profile, a test, one named by $GATEHOUSE_HOME) gets its own service, named
+// after its path, so that homes never share keys.
 func vaultFor(st *store.Store) *vault.Vault {
 	service := vault.DefaultService
-	if def, err := store.DefaultDir(); err != nil || def != st.Dir() {
+	if def, err := store.SystemDir(); err != nil || def != st.Dir() {
 		sum := sha256.Sum256([]byte(st.Dir()))
 		service += "-" + hex.EncodeToString(sum[:6])
 	}
