@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/gatehouse-dev/gatehouse/approval"
 )
 
 // Everything in an approval request except the server's name comes from an
@@ -146,69 +147,23 @@ type diffLine struct {
 	from, to int
 }
 
-// maxDiffCells bounds the table of a line diff: longer texts are shown whole,
-// one removed and the other added.
-const maxDiffCells = 1 << 20
-
-// diffLines returns a line diff of a and b: the longest common subsequence
-// of their lines, with runs of more than 2*context unchanged lines shortened
-// to context lines on each side of a change. A removed line directly
-// followed by an added one is paired with it, and both mark the words that
-// differ.
+// diffLines returns a line diff of a and b ([approval.DiffLines]) with runs
+// of more than 2*context unchanged lines shortened to context lines on each
+// side of a change. A removed line directly followed by an added one is
+// paired with it, and both mark the words that differ.
 func diffLines(a, b []string, context int) []diffLine {
-	// The lines both start and end with are not in the table.
-	var head, tail []diffLine
-	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
-		head = append(head, diffLine{op: same, text: a[0]})
-		a, b = a[1:], b[1:]
-	}
-	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
-		tail = append(tail, diffLine{op: same, text: a[len(a)-1]})
-		a, b = a[:len(a)-1], b[:len(b)-1]
-	}
-	slices.Reverse(tail)
-	out := head
-	if len(a)*len(b) > maxDiffCells {
-		for _, l := range a {
-			out = append(out, diffLine{op: removed, text: l})
+	d := approval.DiffLines(a, b)
+	out := make([]diffLine, len(d))
+	for i, l := range d {
+		op := same
+		switch l.Op {
+		case approval.Removed:
+			op = removed
+		case approval.Added:
+			op = added
 		}
-		for _, l := range b {
-			out = append(out, diffLine{op: added, text: l})
-		}
-		out = append(out, tail...)
-		markWords(out)
-		return shorten(out, context)
+		out[i] = diffLine{op: op, text: l.Text}
 	}
-	// lcs[i][j] is the length of the longest common subsequence of a[i:]
-	// and b[j:].
-	lcs := make([][]int32, len(a)+1)
-	for i := range lcs {
-		lcs[i] = make([]int32, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case i < len(a) && j < len(b) && a[i] == b[j]:
-			out = append(out, diffLine{op: same, text: a[i]})
-			i, j = i+1, j+1
-		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
-			out = append(out, diffLine{op: removed, text: a[i]})
-			i++
-		default:
-			out = append(out, diffLine{op: added, text: b[j]})
-			j++
-		}
-	}
-	out = append(out, tail...)
 	slideDown(out)
 	markWords(out)
 	return shorten(out, context)

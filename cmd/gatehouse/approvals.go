@@ -462,46 +462,11 @@ func prettyLines(raw json.RawMessage) []string {
 	return strings.Split(clean(buf.String()), "\n")
 }
 
-// diffLines returns a line diff of a and b (longest common subsequence), or
-// both whole when they are too long to compare.
+// diffLines renders a line diff of a and b ([approval.DiffLines]).
 func diffLines(a, b []string) string {
 	var out strings.Builder
-	if len(a)*len(b) > 1<<20 {
-		for _, l := range a {
-			out.WriteString("  - " + l + "\n")
-		}
-		for _, l := range b {
-			out.WriteString("  + " + l + "\n")
-		}
-		return out.String()
-	}
-	// lcs[i][j] is the LCS length of a[i:] and b[j:].
-	lcs := make([][]int, len(a)+1)
-	for i := range lcs {
-		lcs[i] = make([]int, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case i < len(a) && j < len(b) && a[i] == b[j]:
-			out.WriteString("    " + a[i] + "\n")
-			i, j = i+1, j+1
-		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
-			out.WriteString("  - " + a[i] + "\n")
-			i++
-		default:
-			out.WriteString("  + " + b[j] + "\n")
-			j++
-		}
+	for _, l := range approval.DiffLines(a, b) {
+		out.WriteString([...]string{"    ", "  - ", "  + "}[l.Op] + l.Text + "\n")
 	}
 	return out.String()
 }

@@ -1,0 +1,80 @@
+package approval
+
+import "slices"
+
+// A DiffOp says what a line of a [DiffLines] result is.
+type DiffOp int
+
+const (
+	Same    DiffOp = iota // in both
+	Removed               // only in the old text
+	Added                 // only in the new text
+)
+
+// A DiffLine is one line of a line diff.
+type DiffLine struct {
+	Op   DiffOp
+	Text string
+}
+
+// maxDiffCells bounds the table of a line diff: beyond it, the differing
+// middle is shown whole, removed then added.
+const maxDiffCells = 1 << 20
+
+// DiffLines returns a line diff of a and b, the longest common subsequence
+// of their lines: what approvers show for a [Change] (the definition as
+// accepted against the one the server lists now). Lines removed before
+// lines added where both apply.
+func DiffLines(a, b []string) []DiffLine {
+	// The lines both start and end with are not in the table.
+	var head, tail []DiffLine
+	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
+		head = append(head, DiffLine{Same, a[0]})
+		a, b = a[1:], b[1:]
+	}
+	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
+		tail = append(tail, DiffLine{Same, a[len(a)-1]})
+		a, b = a[:len(a)-1], b[:len(b)-1]
+	}
+	slices.Reverse(tail)
+	out := head
+	if len(a)*len(b) > maxDiffCells {
+		for _, l := range a {
+			out = append(out, DiffLine{Removed, l})
+		}
+		for _, l := range b {
+			out = append(out, DiffLine{Added, l})
+		}
+		return append(out, tail...)
+	}
+	// lcs[i][j] is the length of the longest common subsequence of a[i:]
+	// and b[j:].
+	lcs := make([][]int32, len(a)+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			out = append(out, DiffLine{Same, a[i]})
+			i, j = i+1, j+1
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
+			out = append(out, DiffLine{Removed, a[i]})
+			i++
+		default:
+			out = append(out, DiffLine{Added, b[j]})
+			j++
+		}
+	}
+	return append(out, tail...)
+}
