@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,15 +21,21 @@ import (
 // over its stdin and stdout.
 const TransportStdio = "stdio"
 
+// TransportHTTP is a remote server Gatehouse reaches over MCP's streamable
+// HTTP transport at URL.
+const TransportHTTP = "http"
+
 // A Server is an MCP server registered with Gatehouse: what `gatehouse proxy
 // NAME` starts and relays to.
 type Server struct {
 	Name      string
-	Transport string            // TransportStdio
-	Command   string            // program to run
-	Args      []string          // its arguments
-	Env       map[string]string // added to the environment it inherits
-	Cwd       string            // working folder; empty means the proxy's
+	Transport string            // TransportStdio or TransportHTTP
+	Command   string            // stdio: program to run
+	Args      []string          // stdio: its arguments
+	Env       map[string]string // stdio: added to the environment it inherits
+	Cwd       string            // stdio: working folder; empty means the proxy's
+	URL       string            // http: the server's MCP endpoint
+	Headers   map[string]string // http: sent with every request
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -52,11 +59,27 @@ func (s *Server) Validate() error {
 	}
 	switch s.Transport {
 	case TransportStdio:
+		if s.Command == "" {
+			return fmt.Errorf("server %s: no command", s.Name)
+		}
+		if s.URL != "" || len(s.Headers) > 0 {
+			return fmt.Errorf("server %s: a stdio server has no URL or headers", s.Name)
+		}
+	case TransportHTTP:
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("server %s: URL %q is not an http or https address", s.Name, s.URL)
+		}
+		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != "" {
+			return fmt.Errorf("server %s: an http server has no command, arguments, environment or folder", s.Name)
+		}
+		for k, v := range s.Headers {
+			if k == "" || strings.ContainsAny(k, " :\r\n\x00") || strings.ContainsAny(v, "\r\n\x00") {
+				return fmt.Errorf("server %s: invalid header %q", s.Name, k)
+			}
+		}
 	default:
 		return fmt.Errorf("server %s: unknown transport %q", s.Name, s.Transport)
-	}
-	if s.Command == "" {
-		return fmt.Errorf("server %s: no command", s.Name)
 	}
 	for k := range s.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
@@ -82,15 +105,52 @@ func (st *Store) AddServer(ctx context.Context, s Server) error {
 	if err != nil {
 		return fmt.Errorf("add server %s: %w", s.Name, err)
 	}
+	headers, err := json.Marshal(nonNilMap(s.Headers))
+	if err != nil {
+		return fmt.Errorf("add server %s: %w", s.Name, err)
+	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	_, err = st.db.ExecContext(ctx, `INSERT INTO servers (name, transport, command, args, env, cwd, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, now, now)
+	_, err = st.db.ExecContext(ctx, `INSERT INTO servers (name, transport, command, args, env, cwd, url, headers, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), now, now)
 	var serr *sqlite.Error
 	if errors.As(err, &serr) && serr.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
 		return fmt.Errorf("add server %s: %w", s.Name, ErrExists)
 	}
 	if err != nil {
 		return fmt.Errorf("add server %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// UpdateServer replaces the registration of the server called s.Name, keeping
+// its creation time. It fails with [ErrNotFound] when there is none.
+func (st *Store) UpdateServer(ctx context.Context, s Server) error {
+	if s.Transport == "" {
+		s.Transport = TransportStdio
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	args, err := json.Marshal(nonNil(s.Args))
+	if err != nil {
+		return fmt.Errorf("update server %s: %w", s.Name, err)
+	}
+	env, err := json.Marshal(nonNilMap(s.Env))
+	if err != nil {
+		return fmt.Errorf("update server %s: %w", s.Name, err)
+	}
+	headers, err := json.Marshal(nonNilMap(s.Headers))
+	if err != nil {
+		return fmt.Errorf("update server %s: %w", s.Name, err)
+	}
+	res, err := st.db.ExecContext(ctx, `UPDATE servers SET transport = ?, command = ?, args = ?, env = ?, cwd = ?, url = ?, headers = ?, updated_at = ?
+		WHERE name = ?`, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers),
+		time.Now().UTC().Format(time.RFC3339Nano), s.Name)
+	if err != nil {
+		return fmt.Errorf("update server %s: %w", s.Name, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("server %s: %w", s.Name, ErrNotFound)
 	}
 	return nil
 }
@@ -142,7 +202,7 @@ func (st *Store) RemoveServer(ctx context.Context, name string) error {
 	return nil
 }
 
-const serverColumns = `name, transport, command, args, env, cwd, created_at, updated_at`
+const serverColumns = `name, transport, command, args, env, cwd, url, headers, created_at, updated_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -150,9 +210,10 @@ func scanServer(row scanner) (Server, error) {
 	var (
 		s                Server
 		args, env        string
+		headers          string
 		created, updated string
 	)
-	if err := row.Scan(&s.Name, &s.Transport, &s.Command, &args, &env, &s.Cwd, &created, &updated); err != nil {
+	if err := row.Scan(&s.Name, &s.Transport, &s.Command, &args, &env, &s.Cwd, &s.URL, &headers, &created, &updated); err != nil {
 		return Server{}, err
 	}
 	if err := json.Unmarshal([]byte(args), &s.Args); err != nil {
@@ -160,6 +221,12 @@ func scanServer(row scanner) (Server, error) {
 	}
 	if err := json.Unmarshal([]byte(env), &s.Env); err != nil {
 		return Server{}, fmt.Errorf("server %s: env: %w", s.Name, err)
+	}
+	if err := json.Unmarshal([]byte(headers), &s.Headers); err != nil {
+		return Server{}, fmt.Errorf("server %s: headers: %w", s.Name, err)
+	}
+	if len(s.Headers) == 0 {
+		s.Headers = nil // a stdio server has none
 	}
 	s.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
 	s.UpdatedAt, _ = time.Parse(time.RFC3339Nano, updated)

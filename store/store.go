@@ -264,4 +264,7 @@ var storeMigrations = []string{
 		created_at TEXT NOT NULL,
 		updated_at TEXT NOT NULL
 	) STRICT`,
+	// 3: remote servers, reached over streamable HTTP.
+	`ALTER TABLE servers ADD COLUMN url TEXT NOT NULL DEFAULT '';
+	ALTER TABLE servers ADD COLUMN headers TEXT NOT NULL DEFAULT '{}'`,
 }

@@ -88,6 +88,24 @@ func TestServers(t *testing.T) {
 	if err != nil || len(list) != 2 || list[0].Name != "another" || list[1].Name != "files" {
 		t.Errorf("Servers() = %v, %v; want another, files", list, err)
 	}
+	want.Args = append(want.Args, "/home/me/notes")
+	if err := st.UpdateServer(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Server(ctx, "files"); !reflect.DeepEqual(got.Args, want.Args) || !got.UpdatedAt.After(got.CreatedAt) {
+		t.Errorf("after UpdateServer: args %q (want %q), updated %v created %v", got.Args, want.Args, got.UpdatedAt, got.CreatedAt)
+	}
+	if err := st.UpdateServer(ctx, Server{Name: "nobody", Command: "x"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("UpdateServer(unknown) = %v, want ErrNotFound", err)
+	}
+	remote := Server{Name: "linear", Transport: TransportHTTP, URL: "https://mcp.linear.app/mcp",
+		Headers: map[string]string{"Authorization": "vault://secret/linear.Authorization"}}
+	if err := st.AddServer(ctx, remote); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Server(ctx, "linear"); err != nil || got.URL != remote.URL || !reflect.DeepEqual(got.Headers, remote.Headers) {
+		t.Errorf("Server(linear) = %+v, %v; want URL and headers back", got, err)
+	}
 	if err := st.RemoveServer(ctx, "files"); err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +132,18 @@ func TestValidate(t *testing.T) {
 		{"too long", Server{Name: string(make([]byte, 65)), Command: "x"}, false},
 		{"no command", Server{Name: "a"}, false},
 		{"bad env name", Server{Name: "a", Command: "x", Env: map[string]string{"A=B": "c"}}, false},
+		{"http", Server{Name: "a", Transport: TransportHTTP, URL: "https://example.com/mcp"}, true},
+		{"http without URL", Server{Name: "a", Transport: TransportHTTP}, false},
+		{"http with a file URL", Server{Name: "a", Transport: TransportHTTP, URL: "file:///etc/passwd"}, false},
+		{"http with a command", Server{Name: "a", Transport: TransportHTTP, URL: "http://localhost:1/mcp", Command: "x"}, false},
+		{"header injection", Server{Name: "a", Transport: TransportHTTP, URL: "http://h/mcp", Headers: map[string]string{"X": "a\r\nEvil: 1"}}, false},
+		{"stdio with URL", Server{Name: "a", Command: "x", URL: "http://h/mcp"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.s.Transport = TransportStdio
+			if tt.s.Transport == "" {
+				tt.s.Transport = TransportStdio
+			}
 			if err := tt.s.Validate(); (err == nil) != tt.ok {
 				t.Errorf("Validate() = %v, want ok=%v", err, tt.ok)
 			}
