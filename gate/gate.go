@@ -56,7 +56,14 @@ type AskFunc func(ctx context.Context, req approval.Request, wait time.Duration,
 
 // Config is what a [Gate] needs.
 type Config struct {
-	Server   string // the server's name, as in capabilities
+	Server string // the server's name, as in capabilities
+	// Client names the client whose config launched this proxy (the
+	// proxy's --client). When set, it is the client that rules match and
+	// receipts name; otherwise the name the client gave in initialize.
+	Client string
+	// Home is the home folder whose pause (see [Pause]) this gate obeys;
+	// empty means it is never paused.
+	Home     string
 	Trusted  bool   // the user trusts the server's annotations
 	Log      *receipts.Log
 	Policies Policies
@@ -126,6 +133,9 @@ type decision struct {
 // Authorize implements [gateway.Governor].
 func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(string)) (*gateway.Authorization, error) {
 	start := time.Now()
+	if g.cfg.Client != "" {
+		c.Client.Name = g.cfg.Client
+	}
 	capability := policy.Capability(g.cfg.Server, c.Tool)
 	pol, err := g.currentPolicy(ctx)
 	if err != nil {
@@ -144,6 +154,16 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 	change, toolHash, err := g.checkPin(ctx, c)
 	if err != nil {
 		return nil, err
+	}
+	if g.cfg.Home != "" {
+		paused, _, err := Paused(g.cfg.Home)
+		if err != nil {
+			return nil, err
+		}
+		if paused {
+			d.verdict, d.rule = policy.Deny, "gatehouse:paused"
+			d.why = fmt.Sprintf("Gatehouse is paused: the user has stopped every tool call until they resume it (in the Gatehouse app, or with `gatehouse resume`). %s did not run.", capability)
+		}
 	}
 	if change != nil && d.verdict == policy.Allow {
 		d.verdict, d.rule = policy.ApprovalRequired, "pin:changed"

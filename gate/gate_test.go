@@ -78,6 +78,12 @@ type harness struct {
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil)
+}
+
+// newHarnessWith is newHarness with a say in the gate's Config.
+func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, t.TempDir(), nil)
 	if err != nil {
@@ -97,7 +103,11 @@ func newHarness(t testing.TB) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, log: l, pol: pol, app: &approver{}}
-	h.g, err = New(ctx, Config{Server: "files", Log: l, Policies: pol, Pins: st, Ask: h.app.ask})
+	cfg := Config{Server: "files", Log: l, Policies: pol, Pins: st, Ask: h.app.ask}
+	if configure != nil {
+		configure(&cfg)
+	}
+	h.g, err = New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,5 +323,63 @@ func TestBoundSecretReferences(t *testing.T) {
 	a, err = h.call("create_issue", def, `{"auth":"vault://secret/other"}`)
 	if err != nil || a.Allow || h.receipt(a.Receipt).Rule != "vault:unbound" {
 		t.Errorf("unbound reference: %+v, %v", a, err)
+	}
+}
+
+func TestPause(t *testing.T) {
+	home := t.TempDir()
+	h := newHarnessWith(t, func(c *Config) { c.Home = home })
+	def := tool("read_file", "reads", nil)
+	if a, err := h.call("read_file", def, `{}`); err != nil || !a.Allow {
+		t.Fatalf("before pausing: %+v, %v; want allowed", a, err)
+	}
+	if err := Pause(home); err != nil {
+		t.Fatal(err)
+	}
+	if paused, since, err := Paused(home); !paused || err != nil || time.Since(since) > time.Minute {
+		t.Errorf("Paused = %v, %v, %v; want true, now", paused, since, err)
+	}
+	a, err := h.call("read_file", def, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.receipt(a.Receipt)
+	if a.Allow || r.Decision != "DENY" || r.Rule != "gatehouse:paused" || !strings.Contains(a.Message, "Gatehouse is paused") || !strings.Contains(a.Message, a.Receipt) {
+		t.Errorf("while paused: allowed %v, receipt %s by %s, message %q; want a denial that says Gatehouse is paused", a.Allow, r.Decision, r.Rule, a.Message)
+	}
+	if n := h.app.count(); n != 0 {
+		t.Errorf("a paused gate asked the approver %d times", n)
+	}
+	if err := Resume(home); err != nil {
+		t.Fatal(err)
+	}
+	if err := Resume(home); err != nil {
+		t.Errorf("Resume twice: %v", err)
+	}
+	if a, err := h.call("read_file", def, `{}`); err != nil || !a.Allow {
+		t.Errorf("after resuming: %+v, %v; want allowed", a, err)
+	}
+}
+
+func TestConfiguredClient(t *testing.T) {
+	h := newHarnessWith(t, func(c *Config) { c.Client = "claude-desktop" })
+	ctx := context.Background()
+	p, err := h.pol.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := p.Clone()
+	next.Rules = append(next.Rules, policy.Rule{ID: "desktop-no-writes", Capability: "mcp.files.*", Client: "claude-desktop", Decision: policy.Deny})
+	if _, err := h.pol.Save(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	// The client says it is claude-code; the config that launched the proxy
+	// says claude-desktop, and that is whose rule applies.
+	a, err := h.call("read_file", tool("read_file", "reads", nil), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := h.receipt(a.Receipt); a.Allow || r.Rule != "desktop-no-writes" || r.Client.Name != "claude-desktop" {
+		t.Errorf("allowed %v by %s for client %q; want denied by desktop-no-writes for claude-desktop", a.Allow, r.Rule, r.Client.Name)
 	}
 }

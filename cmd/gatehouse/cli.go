@@ -25,6 +25,7 @@ type cli struct {
 	home           string // --home, or "" for store.DefaultDir
 	logLevel       slog.Level
 	approvalWait   time.Duration // proxy --approval-wait
+	client         string        // proxy --client
 }
 
 // A command is one subcommand of gatehouse.
@@ -46,7 +47,7 @@ func init() {
 		proxyCmd, benchCmd, benchEchoServerCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysExportCmd,
 		secretSetCmd, secretRmCmd, secretLsCmd,
-		approvalsCmd,
+		approvalsCmd, pauseCmd, resumeCmd,
 		exportCmd, verifyCmd,
 		// history show before history: lookup takes the first match.
 		historyShowCmd, historyCmd, eraseCmd,

@@ -21,7 +21,7 @@ import (
 
 var proxyCmd = &command{
 	name:    "proxy",
-	usage:   "NAME",
+	usage:   "[--client ID] NAME",
 	summary: "run server NAME behind the gate, speaking MCP on stdin and stdout",
 	help: `
 This is what MCP clients launch in place of the server itself: a client
@@ -31,11 +31,16 @@ the proxy's log goes to stderr and to logs/gatehouse.log in the home folder.
 
 MCP clients pass their servers only a few environment variables (HOME, PATH,
 USER, ...): to use a home folder other than the default, put --home DIR in
-the entry's args.`,
+the entry's args.
+
+--client names the client whose config launches the proxy (claude-desktop,
+cursor, ...): rules for a client match it, and receipts record it. Without
+it, the name the client gives itself when it connects is used.`,
 	flags: func(fs *flag.FlagSet) {
 		fs.Int("max-message-bytes", gateway.DefaultMaxMessageBytes, "refuse JSON-RPC messages larger than `n` bytes")
 		fs.Bool("pass-through", false, "relay tools/call without deciding or recording them (for measuring the relay alone; never in a client's config)")
 		fs.Duration("approval-wait", gate.DefaultApprovalWait, "how long one call waits for a person's approval before it is answered as pending")
+		fs.String("client", "", "the `ID` of the client whose config launches this proxy (e.g. claude-desktop)")
 	},
 	run: runProxy,
 }
@@ -50,6 +55,7 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	}
 	name := pos[0]
 	c.approvalWait, _ = fs.Lookup("approval-wait").Value.(flag.Getter).Get().(time.Duration)
+	c.client = fs.Lookup("client").Value.String()
 
 	// From here on, stdout carries protocol only. Anything else that writes
 	// to the process's stdout (a stray print, a library) lands on stderr.
@@ -138,6 +144,8 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 	socket := approval.SocketPath(st.Dir())
 	return gate.New(ctx, gate.Config{
 		Server:   srv.Name,
+		Client:   c.client,
+		Home:     st.Dir(),
 		Log:      l,
 		Policies: policies,
 		Pins:     st,
