@@ -267,4 +267,10 @@ var storeMigrations = []string{
 	// 3: remote servers, reached over streamable HTTP.
 	`ALTER TABLE servers ADD COLUMN url TEXT NOT NULL DEFAULT '';
 	ALTER TABLE servers ADD COLUMN headers TEXT NOT NULL DEFAULT '{}'`,
+	// 4: settings every process of the home reads (see Settings).
+	`CREATE TABLE settings (
+		key        TEXT NOT NULL PRIMARY KEY,
+		value      TEXT NOT NULL,
+		updated_at TEXT NOT NULL
+	) STRICT`,
 }

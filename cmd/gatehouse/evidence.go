@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 
 	"github.com/gatehouse-dev/gatehouse/policy"
@@ -18,12 +16,7 @@ import (
 // profile, a test, one named by $GATEHOUSE_HOME) gets its own service, named
 // after its path, so that homes never share keys.
 func vaultFor(st *store.Store) *vault.Vault {
-	service := vault.DefaultService
-	if def, err := store.SystemDir(); err != nil || def != st.Dir() {
-		sum := sha256.Sum256([]byte(st.Dir()))
-		service += "-" + hex.EncodeToString(sum[:6])
-	}
-	return vault.New(&vault.Options{Service: service})
+	return vault.New(&vault.Options{Service: st.KeychainService()})
 }
 
 // openLog opens the home folder and its evidence log, signing with the key

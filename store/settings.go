@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Settings are the preferences every Gatehouse process of a home folder
+// reads: the tray app writes them, each proxy reads them when it starts. A
+// setting that is not set has its default; [Store.Settings] never fails on a
+// value another version wrote that this one cannot read, it falls back to
+// the default and says so in Problems.
+type Settings struct {
+	// ApprovalWait bounds how long a proxy waits for a person's answer
+	// before it tells the agent that approval is pending. Zero means the
+	// gate's default.
+	ApprovalWait time.Duration
+	// LogLevel is the level of the log Gatehouse processes write to
+	// [Store.LogPath] and stderr. Nil means their default (info).
+	LogLevel *slog.Level
+	// Problems lists settings whose stored value could not be read, and
+	// were taken as unset.
+	Problems []string
+}
+
+// The setting keys, as stored.
+const (
+	SettingApprovalWait = "approval.wait" // a Go duration: "45s"
+	SettingLogLevel     = "log.level"     // debug, info, warn or error
+)
+
+// Bounds of [Settings.ApprovalWait]. Below the minimum a person cannot read
+// the request; above the maximum every MCP client has given up.
+const (
+	MinApprovalWait = 5 * time.Second
+	MaxApprovalWait = 10 * time.Minute
+)
+
+// ErrInvalidSetting is wrapped by the errors [Store.SetApprovalWait] and
+// [Store.SetLogLevel] return for a value out of bounds.
+var ErrInvalidSetting = errors.New("invalid setting")
+
+// Settings reads every setting.
+func (st *Store) Settings(ctx context.Context) (Settings, error) {
+	var s Settings
+	rows, err := st.db.QueryContext(ctx, `SELECT key, value FROM settings`)
+	if err != nil {
+		return s, fmt.Errorf("read settings: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return s, fmt.Errorf("read settings: %w", err)
+		}
+		switch k {
+		case SettingApprovalWait:
+			d, err := parseApprovalWait(v)
+			if err != nil {
+				s.Problems = append(s.Problems, fmt.Sprintf("%s = %q: %v", k, v, err))
+				continue
+			}
+			s.ApprovalWait = d
+		case SettingLogLevel:
+			l, err := parseLogLevel(v)
+			if err != nil {
+				s.Problems = append(s.Problems, fmt.Sprintf("%s = %q: %v", k, v, err))
+				continue
+			}
+			s.LogLevel = &l
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s, fmt.Errorf("read settings: %w", err)
+	}
+	return s, nil
+}
+
+// SetApprovalWait sets how long proxies wait for a person's answer; zero
+// goes back to the gate's default. A proxy reads it when it starts.
+func (st *Store) SetApprovalWait(ctx context.Context, d time.Duration) error {
+	if d == 0 {
+		return st.unset(ctx, SettingApprovalWait)
+	}
+	if d < MinApprovalWait || d > MaxApprovalWait {
+		return fmt.Errorf("set approval wait: %w: %v is not between %v and %v", ErrInvalidSetting, d, MinApprovalWait, MaxApprovalWait)
+	}
+	return st.set(ctx, SettingApprovalWait, d.String())
+}
+
+// SetLogLevel sets the level of Gatehouse's log; nil goes back to the
+// default. Only debug, info, warn and error are accepted.
+func (st *Store) SetLogLevel(ctx context.Context, l *slog.Level) error {
+	if l == nil {
+		return st.unset(ctx, SettingLogLevel)
+	}
+	switch *l {
+	case slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError:
+	default:
+		return fmt.Errorf("set log level: %w: %v is not debug, info, warn or error", ErrInvalidSetting, *l)
+	}
+	return st.set(ctx, SettingLogLevel, strings.ToLower(l.String()))
+}
+
+func (st *Store) set(ctx context.Context, key, value string) error {
+	_, err := st.db.ExecContext(ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		key, value, time.Now().UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return fmt.Errorf("save setting %s: %w", key, err)
+	}
+	return nil
+}
+
+func (st *Store) unset(ctx context.Context, key string) error {
+	if _, err := st.db.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, key); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("reset setting %s: %w", key, err)
+	}
+	return nil
+}
+
+func parseApprovalWait(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, errors.New("not a duration")
+	}
+	if d < MinApprovalWait || d > MaxApprovalWait {
+		return 0, fmt.Errorf("not between %v and %v", MinApprovalWait, MaxApprovalWait)
+	}
+	return d, nil
+}
+
+func parseLogLevel(v string) (slog.Level, error) {
+	var l slog.Level
+	switch strings.ToLower(v) {
+	case "debug":
+		l = slog.LevelDebug
+	case "info":
+		l = slog.LevelInfo
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		return l, errors.New("not debug, info, warn or error")
+	}
+	return l, nil
+}
+
+// keychainService is the keychain service name of the home in the user's
+// config folder; it matches vault.DefaultService, which store does not
+// import (vault is a leaf).
+const keychainService = "gatehouse"
+
+// KeychainService returns the keychain service name under which this home
+// folder's secrets and signing key live: "gatehouse" for the home in the
+// user's config folder ([SystemDir]); for any other home (a profile, a test,
+// one named by $GATEHOUSE_HOME), "gatehouse-" and 12 hex digits of its
+// path's SHA-256, so that homes never share keys.
+func (s *Store) KeychainService() string {
+	if def, err := SystemDir(); err == nil && def == s.dir {
+		return keychainService
+	}
+	sum := sha256.Sum256([]byte(s.dir))
+	return keychainService + "-" + hex.EncodeToString(sum[:6])
+}

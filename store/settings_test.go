@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestSettings(t *testing.T) {
+	ctx := context.Background()
+	st := MustOpen(t)
+
+	s, err := st.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ApprovalWait != 0 || s.LogLevel != nil || len(s.Problems) > 0 {
+		t.Errorf("Settings() of a new home = %+v, want every setting unset", s)
+	}
+
+	debug := slog.LevelDebug
+	if err := st.SetApprovalWait(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetLogLevel(ctx, &debug); err != nil {
+		t.Fatal(err)
+	}
+	// Another process sees them.
+	other, err := Open(ctx, st.Dir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	s, err = other.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ApprovalWait != 30*time.Second || s.LogLevel == nil || *s.LogLevel != slog.LevelDebug {
+		t.Errorf("Settings() = wait %v, level %v; want 30s and debug", s.ApprovalWait, s.LogLevel)
+	}
+
+	// Zero and nil go back to the defaults.
+	if err := st.SetApprovalWait(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetLogLevel(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ = st.Settings(ctx); s.ApprovalWait != 0 || s.LogLevel != nil {
+		t.Errorf("after reset, Settings() = %+v, want every setting unset", s)
+	}
+}
+
+func TestSettingsRefuseValuesOutOfBounds(t *testing.T) {
+	ctx := context.Background()
+	st := MustOpen(t)
+	if err := st.SetApprovalWait(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []time.Duration{time.Second, MaxApprovalWait + time.Second, -time.Minute} {
+		if err := st.SetApprovalWait(ctx, d); !errors.Is(err, ErrInvalidSetting) {
+			t.Errorf("SetApprovalWait(%v) = %v, want ErrInvalidSetting", d, err)
+		}
+	}
+	odd := slog.Level(3)
+	if err := st.SetLogLevel(ctx, &odd); !errors.Is(err, ErrInvalidSetting) {
+		t.Errorf("SetLogLevel(%v) = %v, want ErrInvalidSetting", odd, err)
+	}
+	// The refused values changed nothing.
+	if s, _ := st.Settings(ctx); s.ApprovalWait != 30*time.Second {
+		t.Errorf("ApprovalWait = %v after refused changes, want 30s", s.ApprovalWait)
+	}
+}
+
+func TestSettingsUnreadableValueFallsBackToDefault(t *testing.T) {
+	ctx := context.Background()
+	st := MustOpen(t)
+	for k, v := range map[string]string{SettingApprovalWait: "forever", SettingLogLevel: "loud"} {
+		if err := st.set(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := st.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ApprovalWait != 0 || s.LogLevel != nil {
+		t.Errorf("Settings() = %+v, want unreadable values taken as unset", s)
+	}
+	if len(s.Problems) != 2 {
+		t.Errorf("Problems = %q, want one for each unreadable value", s.Problems)
+	}
+}
+
+func TestKeychainService(t *testing.T) {
+	ctx := context.Background()
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	t.Setenv("HOME", cfg) // macOS
+	t.Setenv("AppData", cfg)
+	sys, err := SystemDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	services := map[string]string{}
+	for _, dir := range []string{sys, filepath.Join(cfg, "a"), filepath.Join(cfg, "b")} {
+		st, err := Open(ctx, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		services[dir] = st.KeychainService()
+		st.Close()
+	}
+	if got := services[sys]; got != "gatehouse" {
+		t.Errorf("KeychainService() of the system home = %q, want gatehouse", got)
+	}
+	if a, b := services[filepath.Join(cfg, "a")], services[filepath.Join(cfg, "b")]; a == b || a == "gatehouse" || b == "gatehouse" {
+		t.Errorf("KeychainService() of two other homes = %q and %q, want two services of their own", a, b)
+	}
+}
