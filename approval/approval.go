@@ -86,6 +86,8 @@
 //	expires         RFC 3339: until when the request may stay open once its
 //	                asker stopped waiting (default and at most: 10 minutes
 //	                and 1 hour after it was asked)
+//	wait_until      RFC 3339: when the asker stops waiting and tells the
+//	                agent approval is pending (Ask sets it from its wait)
 //
 // Scopes are "once", "session", "minutes" (with "minutes" from 1 to
 // [MaxMinutes]), "always", "deny" and "always-deny".
@@ -206,6 +208,10 @@ type Request struct {
 	// no asker waits for it any more; then it is withdrawn. Zero means 10
 	// minutes after it was asked; the approver allows at most an hour.
 	Expires time.Time `json:"expires,omitzero"`
+	// WaitUntil is when the asker stops waiting for an answer and tells the
+	// agent that approval is pending ([Ask] sets it from its wait), so that
+	// an approver can count down to it. Zero when the asker did not say.
+	WaitUntil time.Time `json:"wait_until,omitzero"`
 }
 
 // A Change is a tool definition that differs from the one the user accepted.

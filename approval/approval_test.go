@@ -169,6 +169,10 @@ func TestAskDecide(t *testing.T) {
 	if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].ID != shown.ID {
 		t.Errorf("Requests() = %v, want the one shown", reqs)
 	}
+	// The approver can count down to the end of the asker's wait.
+	if left := time.Until(shown.WaitUntil); left <= forever-time.Minute || left > forever {
+		t.Errorf("shown WaitUntil is %v from now, want about the asker's wait, %v", left, forever)
+	}
 	if err := srv.Decide(shown.ID, ScopeMinutes, 15); err != nil {
 		t.Fatal(err)
 	}

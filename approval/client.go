@@ -47,6 +47,10 @@ func Ask(ctx context.Context, socketPath string, req Request, wait time.Duration
 	if err != nil {
 		return Decision{}, fmt.Errorf("ask approver: %w", err)
 	}
+	req.WaitUntil = time.Time{}
+	if wait > 0 {
+		req.WaitUntil = start.Add(wait).UTC()
+	}
 	d := net.Dialer{Timeout: dialTimeout}
 	nc, err := d.DialContext(ctx, "unix", socketPath)
 	if err != nil {
