@@ -36,6 +36,10 @@ type Server struct {
 	Cwd       string            // stdio: working folder; empty means the proxy's
 	URL       string            // http: the server's MCP endpoint
 	Headers   map[string]string // http: sent with every request
+	// Trusted says the user trusts the server's tool annotations: its
+	// read-only hints may then lower a tool's risk (untrusted hints can
+	// only raise it).
+	Trusted bool
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -110,8 +114,8 @@ func (st *Store) AddServer(ctx context.Context, s Server) error {
 		return fmt.Errorf("add server %s: %w", s.Name, err)
 	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	_, err = st.db.ExecContext(ctx, `INSERT INTO servers (name, transport, command, args, env, cwd, url, headers, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), now, now)
+	_, err = st.db.ExecContext(ctx, `INSERT INTO servers (name, transport, command, args, env, cwd, url, headers, trusted, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted, now, now)
 	var serr *sqlite.Error
 	if errors.As(err, &serr) && serr.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
 		return fmt.Errorf("add server %s: %w", s.Name, ErrExists)
@@ -143,8 +147,8 @@ func (st *Store) UpdateServer(ctx context.Context, s Server) error {
 	if err != nil {
 		return fmt.Errorf("update server %s: %w", s.Name, err)
 	}
-	res, err := st.db.ExecContext(ctx, `UPDATE servers SET transport = ?, command = ?, args = ?, env = ?, cwd = ?, url = ?, headers = ?, updated_at = ?
-		WHERE name = ?`, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers),
+	res, err := st.db.ExecContext(ctx, `UPDATE servers SET transport = ?, command = ?, args = ?, env = ?, cwd = ?, url = ?, headers = ?, trusted = ?, updated_at = ?
+		WHERE name = ?`, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
 		time.Now().UTC().Format(time.RFC3339Nano), s.Name)
 	if err != nil {
 		return fmt.Errorf("update server %s: %w", s.Name, err)
@@ -202,7 +206,7 @@ func (st *Store) RemoveServer(ctx context.Context, name string) error {
 	return nil
 }
 
-const serverColumns = `name, transport, command, args, env, cwd, url, headers, created_at, updated_at`
+const serverColumns = `name, transport, command, args, env, cwd, url, headers, trusted, created_at, updated_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -213,7 +217,7 @@ func scanServer(row scanner) (Server, error) {
 		headers          string
 		created, updated string
 	)
-	if err := row.Scan(&s.Name, &s.Transport, &s.Command, &args, &env, &s.Cwd, &s.URL, &headers, &created, &updated); err != nil {
+	if err := row.Scan(&s.Name, &s.Transport, &s.Command, &args, &env, &s.Cwd, &s.URL, &headers, &s.Trusted, &created, &updated); err != nil {
 		return Server{}, err
 	}
 	if err := json.Unmarshal([]byte(args), &s.Args); err != nil {

@@ -273,4 +273,6 @@ var storeMigrations = []string{
 		value      TEXT NOT NULL,
 		updated_at TEXT NOT NULL
 	) STRICT`,
+	// 5: servers whose tool annotations the user trusts.
+	`ALTER TABLE servers ADD COLUMN trusted INTEGER NOT NULL DEFAULT 0 CHECK (trusted IN (0, 1))`,
 }

@@ -89,10 +89,11 @@ func TestServers(t *testing.T) {
 		t.Errorf("Servers() = %v, %v; want another, files", list, err)
 	}
 	want.Args = append(want.Args, "/home/me/notes")
+	want.Trusted = true
 	if err := st.UpdateServer(ctx, want); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.Server(ctx, "files"); !reflect.DeepEqual(got.Args, want.Args) || !got.UpdatedAt.After(got.CreatedAt) {
+	if got, _ := st.Server(ctx, "files"); !reflect.DeepEqual(got.Args, want.Args) || !got.Trusted || !got.UpdatedAt.After(got.CreatedAt) {
 		t.Errorf("after UpdateServer: args %q (want %q), updated %v created %v", got.Args, want.Args, got.UpdatedAt, got.CreatedAt)
 	}
 	if err := st.UpdateServer(ctx, Server{Name: "nobody", Command: "x"}); !errors.Is(err, ErrNotFound) {
