@@ -154,7 +154,7 @@ func (v *Vault) set(user, value string) error {
 // checkReachable fails early where go-keyring would otherwise start a stray
 // D-Bus daemon of its own (it runs dbus-launch when no session bus is known).
 func checkReachable() error {
-	if runtime.GOOS != "linux" && runtime.GOOS != "freebsd" {
+	if inMemory.Load() || runtime.GOOS != "linux" && runtime.GOOS != "freebsd" {
 		return nil
 	}
 	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") != "" {
