@@ -9,12 +9,16 @@
 //   - icon-<n>.png are renders of icon.svg at n×n pixels for n in [Sizes], for
 //     window icons, packaging ("fyne package" reads icon-512.png through
 //     FyneApp.toml) and platforms that cannot draw SVG.
+//   - icon.ico ([ICOName]) holds the renders up to 256 pixels for Windows (the
+//     executables' icon and the installer's), and icon.icns ([ICNSName]) holds
+//     them for macOS app bundles. They are not embedded: the packages read
+//     them from this folder.
 //   - tray.svg and tray-64.png are a one-colour variant for menu bars that
 //     tint their icons, such as the macOS menu bar (a "template" image).
 //
-// The PNG files are committed; after editing an SVG, regenerate them with
-// `go generate ./assets` (it needs rsvg-convert, from the Debian package
-// librsvg2-bin).
+// The PNG, ICO and ICNS files are committed; after editing an SVG, regenerate
+// them with `go generate ./assets` (it needs rsvg-convert, from the Debian
+// package librsvg2-bin). A test fails while icon.ico or icon.icns is stale.
 //
 // # Use
 //
@@ -37,6 +41,7 @@ import (
 //go:generate rsvg-convert -w 256 -h 256 icon.svg -o icon-256.png
 //go:generate rsvg-convert -w 512 -h 512 icon.svg -o icon-512.png
 //go:generate rsvg-convert -w 64 -h 64 tray.svg -o tray-64.png
+//go:generate go run mkicons.go
 
 //go:embed icon.svg tray.svg icon-*.png tray-64.png
 var files embed.FS
@@ -48,6 +53,13 @@ var sizes = []int{16, 32, 48, 64, 128, 256, 512}
 // Sizes returns, in increasing order, the pixel sizes at which the icon is
 // rendered to PNG.
 func Sizes() []int { return append([]int(nil), sizes...) }
+
+// The icon containers in this folder, written from the PNG renders by
+// `go generate`: ICO for Windows, ICNS for macOS.
+const (
+	ICOName  = "icon.ico"
+	ICNSName = "icon.icns"
+)
 
 // IconSVG is the app icon as SVG.
 var IconSVG = mustRead("icon.svg")

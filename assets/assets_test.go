@@ -7,10 +7,12 @@ import (
 	"image"
 	"image/png"
 	"io/fs"
+	"os"
 	"slices"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/assets"
+	"github.com/gatehouse-dev/gatehouse/assets/internal/iconfile"
 )
 
 func decodePNG(t *testing.T, name string, b []byte) image.Image {
@@ -160,4 +162,30 @@ func ExampleIconPNG() {
 func ExampleSizes() {
 	fmt.Println(assets.Sizes())
 	// Output: [16 32 48 64 128 256 512]
+}
+
+// TestIconContainers checks that icon.ico and icon.icns hold the committed
+// renders: after the PNGs change, `go generate` must run again.
+func TestIconContainers(t *testing.T) {
+	t.Parallel()
+	var renders []iconfile.Render
+	for _, n := range assets.Sizes() {
+		renders = append(renders, iconfile.Render{Size: n, PNG: assets.IconPNG(n)})
+	}
+	for _, c := range []struct {
+		name  string
+		write func([]iconfile.Render) ([]byte, error)
+	}{{assets.ICOName, iconfile.ICO}, {assets.ICNSName, iconfile.ICNS}} {
+		want, err := c.write(renders)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(c.name)
+		if err != nil {
+			t.Fatalf("read %s: %v", c.name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run go generate ./assets", c.name)
+		}
+	}
 }
