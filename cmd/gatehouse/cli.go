@@ -44,7 +44,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd,
-		proxyCmd, benchCmd, benchEchoServerCmd, versionCmd,
+		proxyCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysExportCmd,
 		secretSetCmd, secretRmCmd, secretLsCmd,
 		approvalsCmd, pauseCmd, resumeCmd,
