@@ -63,12 +63,16 @@ type Config struct {
 	Client string
 	// Home is the home folder whose pause (see [Pause]) this gate obeys;
 	// empty means it is never paused.
-	Home     string
-	Trusted  bool   // the user trusts the server's annotations
-	Log      *receipts.Log
-	Policies Policies
-	Pins     receipts.Migrator // the database that holds the pins
-	Ask      AskFunc
+	Home    string
+	Trusted bool // the user trusts the server's annotations
+	// LocalFiles says the server runs on this machine (a stdio server): path
+	// arguments are checked against folder constraints after following
+	// symbolic links ([RealPath]), as the server will follow them.
+	LocalFiles bool
+	Log        *receipts.Log
+	Policies   Policies
+	Pins       receipts.Migrator // the database that holds the pins
+	Ask        AskFunc
 	// Secrets resolves the vault://secret/<id> references an agent passes
 	// in arguments, for the secrets the deciding rule binds (*vault.Vault is
 	// one). Nil refuses every reference.
@@ -89,6 +93,10 @@ type Gate struct {
 	cfg  Config
 	pins pins
 	log  *slog.Logger
+
+	// pinMu serializes reading and writing pins, so a tool first seen by
+	// a listing and a call at once is pinned once.
+	pinMu sync.Mutex
 
 	mu     sync.Mutex
 	policy *policy.Policy   // last read; guarded by mu
@@ -143,6 +151,9 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 	}
 	pc := policy.Call{Server: g.cfg.Server, Tool: c.Tool, Client: c.Client.Name, Args: c.Arguments,
 		Known: c.Definition != nil, Trusted: g.cfg.Trusted}
+	if g.cfg.LocalFiles {
+		pc.ResolvePath = RealPath
+	}
 	if c.Definition != nil && c.Definition.Annotations != nil {
 		a := c.Definition.Annotations
 		pc.Annotations = &policy.Annotations{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint,
@@ -394,6 +405,8 @@ func (g *Gate) checkPin(ctx context.Context, c *gateway.Call) (*approval.Change,
 	if err != nil {
 		return nil, "", err
 	}
+	g.pinMu.Lock()
+	defer g.pinMu.Unlock()
 	pin, err := g.pins.get(ctx, g.cfg.Server, c.Tool)
 	switch {
 	case errors.Is(err, errNoPin):
@@ -414,6 +427,8 @@ func (g *Gate) acceptPin(ctx context.Context, c *gateway.Call) error {
 	if err != nil {
 		return err
 	}
+	g.pinMu.Lock()
+	defer g.pinMu.Unlock()
 	old, err := g.pins.get(ctx, g.cfg.Server, c.Tool)
 	if err != nil && !errors.Is(err, errNoPin) {
 		return err

@@ -74,12 +74,33 @@ func (p pins) get(ctx context.Context, server, tool string) (Pin, error) {
 
 func (p pins) put(ctx context.Context, server, tool, hash string, def []byte) error {
 	_, err := p.db.ExecContext(ctx, `INSERT INTO pins (server, tool, hash, definition, accepted_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (server, tool) DO UPDATE SET hash = excluded.hash, definition = excluded.definition, accepted_at = excluded.accepted_at`,
+		ON CONFLICT (server, tool) DO UPDATE SET hash = excluded.hash, definition = excluded.definition, accepted_at = excluded.accepted_at,
+			seen_hash = '', seen_definition = NULL, seen_at = ''`,
 		server, tool, hash, def, time.Now().UTC().Format(time.RFC3339Nano))
 	if err != nil {
 		return fmt.Errorf("pin %s.%s: %w", server, tool, err)
 	}
 	return nil
+}
+
+// seen records that the server listed a definition of tool other than its
+// pin (or clears that, when it lists the pinned one again). It reports
+// whether anything changed.
+func (p pins) seen(ctx context.Context, server, tool, hash string, def []byte) (bool, error) {
+	var res sql.Result
+	var err error
+	if def == nil {
+		res, err = p.db.ExecContext(ctx, `UPDATE pins SET seen_hash = '', seen_definition = NULL, seen_at = ''
+			WHERE server = ? AND tool = ? AND seen_hash != ''`, server, tool)
+	} else {
+		res, err = p.db.ExecContext(ctx, `UPDATE pins SET seen_hash = ?, seen_definition = ?, seen_at = ?
+			WHERE server = ? AND tool = ? AND seen_hash != ?`, hash, def, time.Now().UTC().Format(time.RFC3339Nano), server, tool, hash)
+	}
+	if err != nil {
+		return false, fmt.Errorf("note the listed definition of %s.%s: %w", server, tool, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
 }
 
 // migrations are the gate's schema steps. Append only.
@@ -93,4 +114,9 @@ var migrations = []string{
 		accepted_at TEXT NOT NULL,
 		PRIMARY KEY (server, tool)
 	) STRICT`,
+	// 2: the definition the server listed last, when it differs from the
+	// pin: a tool held for review, before anyone calls it.
+	`ALTER TABLE pins ADD COLUMN seen_hash TEXT NOT NULL DEFAULT '';
+	ALTER TABLE pins ADD COLUMN seen_definition BLOB;
+	ALTER TABLE pins ADD COLUMN seen_at TEXT NOT NULL DEFAULT ''`,
 }

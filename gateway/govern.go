@@ -63,6 +63,14 @@ type Annotations struct {
 	OpenWorldHint   *bool `json:"openWorldHint,omitempty"`
 }
 
+// A ToolWatcher is a [Governor] that wants to see each page of tools the
+// server lists (to pin tools at first sight and notice changed definitions
+// before anyone calls them). Pages reach it in the order they came, off the
+// relay's path.
+type ToolWatcher interface {
+	ToolsListed(ctx context.Context, tools []*Tool)
+}
+
 // An Authorization is the governor's answer.
 type Authorization struct {
 	Allow bool
@@ -130,21 +138,22 @@ func (s *sessionState) tool(name string) *Tool {
 	return s.tools[name]
 }
 
-// noteTools records the tools of a tools/list result page.
-func (s *sessionState) noteTools(result []byte) {
+// noteTools records the tools of a tools/list result page, and returns them.
+func (s *sessionState) noteTools(result []byte) []*Tool {
 	var page struct {
 		Result struct {
 			Tools []json.RawMessage `json:"tools"`
 		} `json:"result"`
 	}
 	if json.Unmarshal(result, &page) != nil {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tools == nil {
 		s.tools = map[string]*Tool{}
 	}
+	var listed []*Tool
 	for _, raw := range page.Result.Tools {
 		t := &Tool{}
 		if json.Unmarshal(raw, t) != nil || t.Name == "" {
@@ -152,7 +161,9 @@ func (s *sessionState) noteTools(result []byte) {
 		}
 		t.Raw = append(json.RawMessage(nil), raw...)
 		s.tools[t.Name] = t
+		listed = append(listed, t)
 	}
+	return listed
 }
 
 // callParams are the parts of tools/call params the gate needs.

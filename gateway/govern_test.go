@@ -161,3 +161,45 @@ func TestGovernedCalls(t *testing.T) {
 		}
 	})
 }
+
+// watchingGovernor is a fakeGovernor that also watches listed tools.
+type watchingGovernor struct {
+	*fakeGovernor
+	listed chan []*Tool
+}
+
+func (w *watchingGovernor) ToolsListed(ctx context.Context, tools []*Tool) { w.listed <- tools }
+
+func TestToolWatcher(t *testing.T) {
+	gov := &watchingGovernor{
+		fakeGovernor: newFakeGovernor(func(ctx context.Context, c *Call, progress func(string)) (*Authorization, error) {
+			return &Authorization{Allow: true, Receipt: "r"}, nil
+		}),
+		listed: make(chan []*Tool, 10),
+	}
+	s := startSession(t, testServerCommand(), &Options{Governor: gov})
+	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	s.recvMsg()
+	for i := 1; i <= 3; i++ {
+		s.send(`{"jsonrpc":"2.0","id":` + string(rune('0'+i)) + `,"method":"tools/list"}`)
+		if got := s.recv(); !strings.Contains(got, `"listing `+string(rune('0'+i))+`"`) {
+			t.Fatalf("listing %d reached the client as %s", i, got)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		select {
+		case tools := <-gov.listed:
+			if len(tools) != 1 || tools[0].Name != "echo" || tools[0].Description != "listing "+string(rune('0'+i)) {
+				t.Errorf("watcher's page %d = %+v; want echo as listed the %dth time, in order", i, tools, i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the watcher saw %d of 3 listings", i-1)
+		}
+	}
+	// The call carries the definition listed last.
+	s.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	s.recvMsg()
+	if o := gov.outcome(t); o.call.Definition == nil || o.call.Definition.Description != "listing 3" {
+		t.Errorf("call definition = %+v, want the last listing", o.call.Definition)
+	}
+}

@@ -210,6 +210,7 @@ type relay struct {
 	sessionID string
 	sess      sessionState
 	wg        sync.WaitGroup // governed calls and outcome writes in flight
+	listed    chan struct{}  // closed when the last ToolsListed is done; guarded by mu
 
 	mu       sync.Mutex
 	pending  map[string]string    // client request id -> method, awaiting an answer; guarded by mu
@@ -220,6 +221,26 @@ type relay struct {
 func newRelay(log *slog.Logger, max int, out io.Writer) *relay {
 	return &relay{log: log, max: max, up: &lineWriter{w: out}, ctx: context.Background(),
 		pending: map[string]string{}, governed: map[string]*governed{}}
+}
+
+// watchTools hands a listed page of tools to the governor, if it watches
+// them, after the pages before it. Called with r.mu held.
+func (r *relay) watchTools(tools []*Tool) {
+	w, ok := r.gov.(ToolWatcher)
+	if !ok {
+		return
+	}
+	prev, done := r.listed, make(chan struct{})
+	r.listed = done
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		w.ToolsListed(r.ctx, tools)
+	}()
 }
 
 // fail marks the server as gone and answers every request in flight.
@@ -436,7 +457,9 @@ func (r *relay) fromServer(frame []byte) {
 	for _, m := range msgs {
 		if m.kind == kindResponse {
 			if r.pending[string(m.id)] == "tools/list" && r.gov != nil {
-				r.sess.noteTools(frame)
+				if tools := r.sess.noteTools(frame); len(tools) > 0 {
+					r.watchTools(tools)
+				}
 			}
 			delete(r.pending, string(m.id))
 			if g := r.governed[string(m.id)]; g != nil && g.ran && len(msgs) == 1 {

@@ -106,12 +106,16 @@ func runTestServer(ignoreEOF bool) {
 		}
 		close(lines)
 	}()
+	listings := 0
 	for m := range lines {
 		switch m.Method {
 		case "initialize":
 			send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"x-vendor":{"kept":true},"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"scripted","version":"1"},"x-result-vendor":[1,2,3]}}`)
 		case "tools/list":
-			send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}]}}`)
+			// Each listing describes echo a little differently, as a server
+			// that changes its tools under the client would.
+			listings++
+			send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"tools":[{"name":"echo","description":"listing ` + strconv.Itoa(listings) + `","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}]}}`)
 		case "tools/call":
 			var p struct {
 				Name      string          `json:"name"`

@@ -27,8 +27,9 @@ const (
 
 // args are a call's arguments, read once per decision.
 type args struct {
-	root any   // map[string]any, []any, string, json.Number, bool or nil
-	err  error // why the arguments cannot be read
+	root    any                          // map[string]any, []any, string, json.Number, bool or nil
+	err     error                        // why the arguments cannot be read
+	resolve func(string) (string, error) // Call.ResolvePath
 }
 
 // readArgs reads a call's arguments strictly: invalid UTF-8 and duplicate
@@ -195,7 +196,21 @@ func (c *ArgConstraint) check(a *args) (verdict, string) {
 		}
 	}
 	if c.Under != "" {
-		note(under(s, c.Under))
+		v, why := under(s, c.Under)
+		if v == holds && a.resolve != nil {
+			// The server follows symbolic links; so does the check.
+			switch real, err := a.resolve(s); {
+			case err != nil:
+				v, why = unsure, fmt.Sprintf("%q cannot be checked against %s: %v", s, c.Under, err)
+			case real != path.Clean(strings.ReplaceAll(s, `\`, "/")):
+				if rv, rwhy := under(real, c.Under); rv != holds {
+					v, why = rv, fmt.Sprintf("%q leads to %s", s, rwhy)
+				} else {
+					why += fmt.Sprintf(", and so is where it leads, %q", real)
+				}
+			}
+		}
+		note(v, why)
 	}
 	if c.Equals != "" {
 		if s == c.Equals {

@@ -132,6 +132,7 @@ func (p *Policy) Decide(c Call) Result {
 	argsOnce := func() *args {
 		if a == nil {
 			a = readArgs(c.Args)
+			a.resolve = c.ResolvePath
 		}
 		return a
 	}

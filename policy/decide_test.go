@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -358,6 +360,43 @@ func TestUnder(t *testing.T) {
 	for _, tt := range tests {
 		if got, why := underOn(tt.value, tt.dir, tt.windows, tt.fold); got != tt.want {
 			t.Errorf("underOn(%q, %q, windows=%v, fold=%v) = %v (%s), want %v", tt.value, tt.dir, tt.windows, tt.fold, got, why, tt.want)
+		}
+	}
+}
+
+// A path under the folder that leads out of it through a symbolic link is
+// not under it, where the call says how to follow links.
+func TestUnderFollowsLinks(t *testing.T) {
+	p := &Policy{Default: Deny, Rules: []Rule{{ID: "projects", Capability: "mcp.fs.write_file", Decision: Allow,
+		Args: []ArgConstraint{{Arg: "path", Under: "/home/me/projects"}}}}}
+	links := map[string]string{"/home/me/projects/out/x": "/etc/x", "/home/me/projects/in/x": "/home/me/projects/real/x"}
+	resolve := func(p string) (string, error) {
+		if r, ok := links[p]; ok {
+			return r, nil
+		}
+		if p == "/home/me/projects/loop" {
+			return "", errors.New("too many symbolic links")
+		}
+		return p, nil
+	}
+	tests := []struct {
+		path    string
+		resolve bool
+		want    Decision
+	}{
+		{"/home/me/projects/a.txt", true, Allow},
+		{"/home/me/projects/in/x", true, Allow},
+		{"/home/me/projects/out/x", true, Deny},
+		{"/home/me/projects/loop", true, Deny},
+		{"/home/me/projects/out/x", false, Allow}, // a remote server: the string alone
+	}
+	for _, tt := range tests {
+		c := Call{Server: "fs", Tool: "write_file", Known: true, Args: json.RawMessage(`{"path":"` + tt.path + `"}`)}
+		if tt.resolve {
+			c.ResolvePath = resolve
+		}
+		if got := p.Decide(c); got.Decision != tt.want {
+			t.Errorf("%s (links followed: %v) = %s by %s, want %s\n%s", tt.path, tt.resolve, got.Decision, got.Rule, tt.want, strings.Join(got.Explanation, "\n"))
 		}
 	}
 }

@@ -182,6 +182,12 @@ type Call struct {
 	Annotations *Annotations    // as the server listed them; nil when it gave none
 	Known       bool            // the tool was in the server's tools/list
 	Trusted     bool            // the user marked the server trusted
+	// ResolvePath, when set, follows symbolic links in a path argument
+	// (the real path of its longest existing part, with the rest
+	// appended): an Under constraint then holds only when both the path as
+	// given and where it leads are inside the folder. Set it when the
+	// server runs on this machine and reads its file system.
+	ResolvePath func(path string) (string, error)
 }
 
 // Capability returns the call's capability name, mcp.<server>.<tool>.
@@ -239,9 +245,10 @@ type ArgConstraint struct {
 	// Under holds when the value is an absolute path inside this folder (or
 	// the folder itself). The folder is absolute ("/..." or "C:/...") and
 	// has no "..". The check is on the string: a value with a ".." element,
-	// a "~", or a path that is not absolute here cannot be checked, and
-	// symbolic links are not followed, so keep no links to elsewhere in a
-	// folder you allow. On macOS and Windows the comparison ignores case.
+	// a "~", or a path that is not absolute here cannot be checked. Where
+	// the call's ResolvePath is set (a server on this machine), symbolic
+	// links are followed too, and a link out of the folder fails the
+	// check. On macOS and Windows the comparison ignores case.
 	Under string
 	// Equals holds when the value is exactly this string.
 	Equals string

@@ -43,7 +43,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd,
+		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
 		proxyCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysExportCmd,
 		secretSetCmd, secretRmCmd, secretLsCmd,

@@ -143,12 +143,14 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 	}
 	socket := approval.SocketPath(st.Dir())
 	return gate.New(ctx, gate.Config{
-		Server:   srv.Name,
-		Client:   c.client,
-		Home:     st.Dir(),
-		Log:      l,
-		Policies: policies,
-		Pins:     st,
+		Server:     srv.Name,
+		Client:     c.client,
+		Trusted:    srv.Trusted,
+		LocalFiles: srv.Transport == store.TransportStdio,
+		Home:       st.Dir(),
+		Log:        l,
+		Policies:   policies,
+		Pins:       st,
 		Ask: func(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error) {
 			return approval.Ask(ctx, socket, req, wait, progress)
 		},

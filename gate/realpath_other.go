@@ -1,0 +1,5 @@
+//go:build !unix
+
+package gate
+
+func isENOTDIR(err error) bool { return false }
