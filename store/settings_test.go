@@ -121,3 +121,35 @@ func TestKeychainService(t *testing.T) {
 		t.Errorf("KeychainService() of two other homes = %q and %q, want two services of their own", a, b)
 	}
 }
+
+func TestIsLocked(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := Open(ctx, dir, &Options{BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// Another process's long write transaction.
+	other, err := Open(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.DB().BeginTx(ctx, nil) // IMMEDIATE: takes the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	err = st.SetApprovalWait(ctx, time.Minute)
+	if !IsLocked(err) {
+		t.Errorf("a write while another holds the lock = %v; IsLocked = false, want true", err)
+	}
+	if IsLocked(errors.New("database is locked")) {
+		t.Error("IsLocked of a plain error that says so = true, want false (errors are not compared by text)")
+	}
+	tx.Rollback()
+	if err := st.SetApprovalWait(ctx, time.Minute); err != nil || IsLocked(err) {
+		t.Errorf("a write once the lock is released = %v, want nil", err)
+	}
+}

@@ -142,6 +142,11 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	}
 }
 
+// IsLocked reports whether err is SQLite's "database is locked" or "busy":
+// another process holds a lock longer than the busy timeout. Trying again
+// later may succeed.
+func IsLocked(err error) bool { return isBusy(err) }
+
 // isBusy reports whether err is SQLite's "database is locked" or "busy".
 func isBusy(err error) bool {
 	var serr *sqlite.Error
