@@ -218,7 +218,7 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 	}
 	// A decision that was made is written even if the client has given up.
 	decided := time.Now()
-	e, err := g.cfg.Log.AppendReceipt(context.WithoutCancel(ctx), r, args)
+	e, err := g.cfg.Log.AppendReceipt(context.WithoutCancel(ctx), r, recordedArgs(c))
 	if err != nil {
 		return nil, fmt.Errorf("write the receipt: %w", err)
 	}
@@ -232,6 +232,19 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		slog.String("rule", d.rule), slog.String("receipt", e.ID),
 		slog.Duration("decide", decided.Sub(start)), slog.Duration("receipt_write", time.Since(decided)))
 	return auth, nil
+}
+
+// recordedArgs are the arguments receipts and approvers see: the server's
+// secret values masked.
+func recordedArgs(c *gateway.Call) json.RawMessage {
+	args := c.Recorded
+	if args == nil {
+		args = c.Arguments
+	}
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return args
 }
 
 func (g *Gate) message(capability string, d decision, receipt string) string {
@@ -250,7 +263,7 @@ func (g *Gate) message(capability string, d decision, receipt string) string {
 // approve asks a person, and turns the answer into d.
 func (g *Gate) approve(ctx context.Context, c *gateway.Call, capability string, change *approval.Change, d *decision, progress func(string)) error {
 	req := approval.Request{Server: g.cfg.Server, Tool: c.Tool, Client: c.Client.Name, Risk: string(d.risk), Rule: d.rule,
-		Args: c.Arguments, Session: c.Session, Change: change}
+		Args: recordedArgs(c), Session: c.Session, Change: change}
 	if len(req.Args) == 0 {
 		req.Args = json.RawMessage("{}")
 	}

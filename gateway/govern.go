@@ -32,6 +32,11 @@ type Call struct {
 	Server    string
 	Tool      string
 	Arguments json.RawMessage // as the client sent them; may hold vault:// references
+	// Recorded are the arguments as receipts and approvers see them: with
+	// any value of the server's secrets (which an agent may have read and
+	// passed on) replaced by a marker. The same as Arguments when they hold
+	// none.
+	Recorded json.RawMessage
 	Client    Client
 	Session   string // this proxy session's id
 	// Definition is the tool as the server listed it in this session; nil
@@ -196,6 +201,10 @@ func (r *relay) govern(ctx context.Context, m message) {
 		client = *p.Meta.ClientInfo
 	}
 	c := &Call{Server: r.server, Tool: p.Name, Arguments: p.Arguments, Client: client, Session: r.sessionID, Definition: r.sess.tool(p.Name)}
+	c.Recorded = c.Arguments
+	if r.redact != nil && len(c.Arguments) > 0 {
+		c.Recorded, _ = r.redact.redact(c.Arguments)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os/exec"
 	"time"
 
@@ -38,11 +40,48 @@ func Probe(ctx context.Context, c Command, stderr io.Writer) (*Health, error) {
 	if stderr != nil {
 		cmd.Stderr = stderr
 	}
+	return probe(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, func() bool { return cmd.Process != nil })
+}
+
+// ProbeRemote is [Probe] for a remote server.
+func ProbeRemote(ctx context.Context, r Remote) (*Health, error) {
+	u, err := url.Parse(r.URL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an http or https URL", r.URL)
+	}
+	client := r.Client
+	if client == nil {
+		client = defaultHTTPClient(u.Host)
+	}
+	client.Transport = withHeaders{next: client.Transport, headers: r.Headers}
+	return probe(ctx, &mcp.StreamableClientTransport{Endpoint: r.URL, HTTPClient: client, MaxRetries: -1, DisableStandaloneSSE: true},
+		func() bool { return true })
+}
+
+// withHeaders adds headers to every request.
+type withHeaders struct {
+	next    http.RoundTripper
+	headers map[string]string
+}
+
+func (w withHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range w.headers {
+		req.Header.Set(k, v)
+	}
+	next := w.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return next.RoundTrip(req)
+}
+
+func probe(ctx context.Context, t mcp.Transport, started func() bool) (*Health, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "gatehouse-probe", Version: "1"}, nil)
 	start := time.Now()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil)
+	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
-		if cmd.Process == nil {
+		if !started() {
 			return nil, err
 		}
 		return nil, fmt.Errorf("handshake: %w", err)

@@ -75,6 +75,7 @@ type Options struct {
 type Proxy struct {
 	name    string
 	command Command
+	remote  *Remote // set for a remote server; then command is unused
 	log     *slog.Logger
 	stderr  io.Writer
 	max     int
@@ -121,9 +122,8 @@ func New(name string, command Command, opts *Options) *Proxy {
 // written to out.
 func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	start := time.Now()
-	ch, err := startChild(p.command, p.stderr)
+	ch, err := p.connect()
 	if err != nil {
-		err = startError(p.name, p.command, err)
 		p.log.Error("server did not start", slog.Any("err", err))
 		Refuse(ctx, in, out, err)
 		return err
@@ -131,15 +131,15 @@ func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := newRelay(p.log, p.max, out)
-	r.down = &lineWriter{w: ch.stdin}
+	r.down = &lineWriter{w: ch.input()}
 	r.redact = p.redact
 	r.ctx, r.gov, r.server, r.sessionID = ctx, p.gov, p.name, p.session
 	defer p.settle(r)
 	clientDone := make(chan error, 1)
-	p.log.Info("server started", slog.Int("server_pid", ch.cmd.Process.Pid), slog.Duration("spawn", time.Since(start)))
+	p.log.Info("server started", ch.describe(), slog.Duration("spawn", time.Since(start)))
 
 	serverDone := make(chan error, 1)
-	go func() { serverDone <- r.serverPump(ch.stdout) }()
+	go func() { serverDone <- r.serverPump(ch.output()) }()
 	go func() { clientDone <- r.clientPump(in) }()
 
 	select {
@@ -171,6 +171,22 @@ func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		}
 		return fmt.Errorf("%w: %w", ErrServerExited, exit)
 	}
+}
+
+// connect starts the server, or opens the session with a remote one.
+func (p *Proxy) connect() (serverConn, error) {
+	if p.remote != nil {
+		c, err := dialRemote(p.name, *p.remote, p.max, p.log)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: %w", p.name, err)
+		}
+		return c, nil
+	}
+	ch, err := startChild(p.command, p.stderr)
+	if err != nil {
+		return nil, startError(p.name, p.command, err)
+	}
+	return ch, nil
 }
 
 // settle waits, bounded, for the outcomes still being recorded, so that a

@@ -26,6 +26,12 @@ type session struct {
 
 func startSession(t *testing.T, cmd Command, opts *Options) *session {
 	t.Helper()
+	return startProxySession(t, func(opts *Options) *Proxy { return New("t", cmd, opts) }, opts)
+}
+
+// startProxySession is startSession for a proxy that newProxy makes.
+func startProxySession(t *testing.T, newProxy func(*Options) *Proxy, opts *Options) *session {
+	t.Helper()
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -36,7 +42,7 @@ func startSession(t *testing.T, cmd Command, opts *Options) *session {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s.in = inW
-	p := New("t", cmd, opts)
+	p := newProxy(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { s.served <- p.Serve(ctx, inR, outW); outW.Close() }()
 	go func() {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"net/url"
 	"sort"
 	"strings"
@@ -35,7 +36,29 @@ type pattern struct {
 	secret, encoding, text string
 }
 
+// withCredentials adds, for each value that is an HTTP authorization
+// ("Bearer <token>", "Basic <credentials>", "token <token>"), the credential
+// alone: it is what a server would echo.
+func withCredentials(secrets map[string]string) map[string]string {
+	var out map[string]string
+	for id, v := range secrets {
+		scheme, cred, ok := strings.Cut(v, " ")
+		if !ok || scheme == "" || strings.ContainsAny(scheme, "\t\r\n") || len(strings.TrimSpace(cred)) < 8 {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(secrets)
+		}
+		out[id+"#credential"] = strings.TrimSpace(cred)
+	}
+	if out == nil {
+		return secrets
+	}
+	return out
+}
+
 func newRedactor(secrets map[string]string) *redactor {
+	secrets = withCredentials(secrets)
 	r := &redactor{}
 	seen := map[string]bool{}
 	add := func(id, enc, text string) {

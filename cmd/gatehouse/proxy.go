@@ -80,10 +80,19 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 			"no server named %q; register it with: gatehouse server add %s -- COMMAND [ARGS...]", name, name))
 		return &exitError{1}
 	}
-	// Secrets in the server's environment come from the keychain now, when
-	// the server starts, and nowhere else.
-	cmd := gatewayCommand(srv)
-	env, secrets, err := vaultFor(st).ResolveEnv(cmd.Env)
+	// Secrets in the server's environment (or a remote server's headers)
+	// come from the keychain now, when the server starts, and nowhere else.
+	var (
+		cmd     gateway.Command
+		headers map[string]string
+		secrets map[string]string
+	)
+	if srv.Transport == store.TransportHTTP {
+		headers, secrets, err = resolveHeaders(vaultFor(st), srv.Headers)
+	} else {
+		cmd = gatewayCommand(srv)
+		cmd.Env, secrets, err = vaultFor(st).ResolveEnv(cmd.Env)
+	}
 	if err != nil {
 		err = fmt.Errorf("cannot start server %q: %w", name, err)
 		log.Error("server not started", slog.Any("err", err))
@@ -94,7 +103,6 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		gateway.Refuse(ctx, c.stdin, out, fmt.Errorf("%w (%s)", err, hint))
 		return &exitError{1}
 	}
-	cmd.Env = env
 	max, _ := fs.Lookup("max-message-bytes").Value.(flag.Getter).Get().(int)
 	opts := &gateway.Options{
 		Logger:          log,
@@ -106,6 +114,9 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		opts.Governor = c.governor(ctx, st, srv, log)
 	}
 	p := gateway.New(name, cmd, opts)
+	if srv.Transport == store.TransportHTTP {
+		p = gateway.NewRemote(name, gateway.Remote{URL: srv.URL, Headers: headers}, opts)
+	}
 	if err := p.Serve(ctx, c.stdin, out); err != nil {
 		if !errors.Is(err, gateway.ErrServerExited) {
 			fmt.Fprintf(c.stderr, "gatehouse proxy: %v\n", err)

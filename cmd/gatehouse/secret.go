@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -144,11 +146,9 @@ func secretUsers(ctx context.Context, st *store.Store) (map[string][]string, err
 	}
 	users := map[string][]string{}
 	for _, s := range servers {
-		for _, kv := range s.EnvList() {
-			k, v, _ := strings.Cut(kv, "=")
-			if id, ok := vault.ParseRef(v); ok {
-				users[id] = append(users[id], fmt.Sprintf("%s (%s)", s.Name, k))
-			}
+		refs := secretRefs(s)
+		for _, k := range slices.Sorted(maps.Keys(refs)) {
+			users[refs[k]] = append(users[refs[k]], fmt.Sprintf("%s (%s)", s.Name, k))
 		}
 	}
 	return users, nil

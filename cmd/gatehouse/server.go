@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,8 +35,8 @@ func (e envFlag) Set(v string) error {
 
 var serverAddCmd = &command{
 	name:    "server add",
-	usage:   "NAME [--env KEY=VALUE]... [--secret-env KEY]... [--cwd DIR] [--] COMMAND [ARGS...]",
-	summary: "register an MCP server that runs on stdio",
+	usage:   "NAME [--env KEY=VALUE]... [--secret-env KEY]... [--cwd DIR] [--] COMMAND [ARGS...]\n       gatehouse server add NAME --url URL [--header NAME=VALUE]... [--secret-header NAME]...",
+	summary: "register an MCP server (a command on stdio, or a URL)",
 	help: `
 NAME is how the server is known to Gatehouse and in capability names
 (mcp.NAME.TOOL): letters, digits, '-' and '_'. Everything after the command
@@ -46,11 +48,22 @@ one line per key from stdin) and keeps it in the OS keychain as the secret
 NAME.KEY; the server's entry holds only vault://secret/NAME.KEY, resolved
 when the proxy starts the server.
 
+With --url, the server is remote, reached over MCP's streamable HTTP
+transport; clients still launch 'gatehouse proxy NAME' on stdio.
+--secret-header asks for a header's value (such as Authorization: "Bearer
+..."), keeps it in the keychain as NAME.HEADER, and sends it with every
+request; the proxy keeps it, and the token in it, out of what the server
+sends back.
+
 Examples:
   gatehouse server add files -- npx -y @modelcontextprotocol/server-filesystem ~/projects
-  gatehouse server add github --secret-env GITHUB_PERSONAL_ACCESS_TOKEN -- npx -y @modelcontextprotocol/server-github`,
+  gatehouse server add github --secret-env GITHUB_PERSONAL_ACCESS_TOKEN -- npx -y @modelcontextprotocol/server-github
+  gatehouse server add linear --url https://mcp.linear.app/mcp --secret-header Authorization`,
 	flags: func(fs *flag.FlagSet) {
 		fs.Var(envFlag{}, "env", "set `KEY=VALUE` in the server's environment (repeatable)")
+		fs.String("url", "", "the remote server's MCP `URL` (streamable HTTP)")
+		fs.Var(envFlag{}, "header", "send header `NAME=VALUE` with every request to a remote server (repeatable)")
+		fs.Var(&listFlag{}, "secret-header", "ask for the value of header `NAME` and keep it in the keychain (repeatable)")
 		fs.Var(&listFlag{}, "secret-env", "ask for the value of environment variable `KEY` and keep it in the keychain (repeatable)")
 		fs.String("cwd", "", "working `folder` of the server")
 	},
@@ -59,8 +72,15 @@ Examples:
 		if err != nil {
 			return err
 		}
+		remote := fs.Lookup("url").Value.String()
+		if remote != "" {
+			return c.addRemoteServer(ctx, fs, pos)
+		}
 		if len(pos) < 2 {
 			return usagef("server add: want NAME and a COMMAND, as in: gatehouse server add NAME -- COMMAND [ARGS...]")
+		}
+		if len(fs.Lookup("header").Value.(envFlag)) > 0 || len(*fs.Lookup("secret-header").Value.(*listFlag)) > 0 {
+			return usagef("server add: --header and --secret-header are for a remote server (--url)")
 		}
 		cwd := fs.Lookup("cwd").Value.String()
 		if cwd != "" {
@@ -86,42 +106,86 @@ Examples:
 			}
 			srv.Env[k] = vault.Ref(srv.Name + "." + k)
 		}
-		if err := srv.Validate(); err != nil {
-			return usagef("server add: %v", err)
+		return c.addServer(ctx, srv, secretEnv)
+	},
+}
+
+// addRemoteServer registers a server reached at --url.
+func (c *cli) addRemoteServer(ctx context.Context, fs *flag.FlagSet, pos []string) error {
+	if len(pos) != 1 {
+		return usagef("server add: a remote server (--url) takes NAME and no COMMAND")
+	}
+	if len(fs.Lookup("env").Value.(envFlag)) > 0 || len(*fs.Lookup("secret-env").Value.(*listFlag)) > 0 || fs.Lookup("cwd").Value.String() != "" {
+		return usagef("server add: --env, --secret-env and --cwd are for a server Gatehouse starts, not one at a URL")
+	}
+	srv := store.Server{Name: pos[0], Transport: store.TransportHTTP, URL: fs.Lookup("url").Value.String(),
+		Headers: map[string]string(fs.Lookup("header").Value.(envFlag))}
+	secretHeaders := *fs.Lookup("secret-header").Value.(*listFlag)
+	for _, k := range secretHeaders {
+		if _, dup := srv.Headers[k]; dup {
+			return usagef("server add: header %s is given both with --header and --secret-header", k)
 		}
-		st, err := c.openStore(ctx)
+		if err := vault.ValidateSecretID(srv.Name + "." + k); err != nil {
+			return usagef("server add: --secret-header %q: not a usable header name", k)
+		}
+		srv.Headers[k] = vault.Ref(srv.Name + "." + k)
+	}
+	return c.addServer(ctx, srv, secretHeaders)
+}
+
+// addServer registers srv, first asking for the values of its secrets
+// (named by the variables or headers that refer to them) and putting them
+// in the keychain.
+func (c *cli) addServer(ctx context.Context, srv store.Server, secretKeys []string) error {
+	if err := srv.Validate(); err != nil {
+		return usagef("server add: %v", err)
+	}
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Server(ctx, srv.Name); err == nil {
+		return withHint(fmt.Errorf("add server %s: %w", srv.Name, store.ErrExists),
+			"choose another name, or remove the old one first: gatehouse server remove %s", srv.Name)
+	}
+	if len(secretKeys) > 0 {
+		prompts := make([]string, len(secretKeys))
+		for i, k := range secretKeys {
+			prompts[i] = fmt.Sprintf("%s for %s", k, srv.Name)
+		}
+		values, err := c.readSecrets(prompts)
 		if err != nil {
 			return err
 		}
-		defer st.Close()
-		if _, err := st.Server(ctx, srv.Name); err == nil {
-			return withHint(fmt.Errorf("add server %s: %w", srv.Name, store.ErrExists),
-				"choose another name, or remove the old one first: gatehouse server remove %s", srv.Name)
-		}
-		if len(secretEnv) > 0 {
-			prompts := make([]string, len(secretEnv))
-			for i, k := range secretEnv {
-				prompts[i] = fmt.Sprintf("%s for %s", k, srv.Name)
-			}
-			values, err := c.readSecrets(prompts)
-			if err != nil {
+		for i, k := range secretKeys {
+			if err := storeSecret(ctx, st, srv.Name+"."+k, values[i]); err != nil {
 				return err
 			}
-			for i, k := range secretEnv {
-				if err := storeSecret(ctx, st, srv.Name+"."+k, values[i]); err != nil {
-					return err
-				}
+		}
+	}
+	if err := st.AddServer(ctx, srv); err != nil {
+		if errors.Is(err, store.ErrExists) {
+			return withHint(err, "choose another name, or remove the old one first: gatehouse server remove %s", srv.Name)
+		}
+		return err
+	}
+	fmt.Fprintf(c.stderr, "gatehouse: added server %s\nhint: check it with: gatehouse server test %s\n", srv.Name, srv.Name)
+	return nil
+}
+
+// secretRefs returns the references to secrets in srv's environment and
+// headers, by the variable or header that holds each.
+func secretRefs(srv store.Server) map[string]string {
+	refs := map[string]string{}
+	for _, m := range []map[string]string{srv.Env, srv.Headers} {
+		for k, v := range m {
+			if id, ok := vault.ParseRef(v); ok {
+				refs[k] = id
 			}
 		}
-		if err := st.AddServer(ctx, srv); err != nil {
-			if errors.Is(err, store.ErrExists) {
-				return withHint(err, "choose another name, or remove the old one first: gatehouse server remove %s", srv.Name)
-			}
-			return err
-		}
-		fmt.Fprintf(c.stderr, "gatehouse: added server %s\nhint: check it with: gatehouse server test %s\n", srv.Name, srv.Name)
-		return nil
-	},
+	}
+	return refs
 }
 
 // listFlag collects a repeated flag's values in order.
@@ -161,7 +225,7 @@ var serverListCmd = &command{
 			return nil
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tTRANSPORT\tCOMMAND")
+		fmt.Fprintln(tw, "NAME\tTRANSPORT\tCOMMAND OR URL")
 		for _, s := range servers {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Transport, commandLine(s))
 		}
@@ -172,6 +236,9 @@ var serverListCmd = &command{
 // commandLine renders a server's command for people, quoting arguments that
 // need it. Environment values are not shown: they may hold secrets.
 func commandLine(s store.Server) string {
+	if s.Transport == store.TransportHTTP {
+		return s.URL
+	}
 	parts := []string{quoteArg(s.Command)}
 	for _, a := range s.Args {
 		parts = append(parts, quoteArg(a))
@@ -188,22 +255,23 @@ func quoteArg(a string) string {
 
 func printServersJSON(w io.Writer, servers []store.Server) error {
 	type entry struct {
-		Name      string    `json:"name"`
-		Transport string    `json:"transport"`
-		Command   string    `json:"command"`
-		Args      []string  `json:"args"`
-		EnvKeys   []string  `json:"envKeys"`
-		Cwd       string    `json:"cwd,omitempty"`
-		CreatedAt time.Time `json:"createdAt"`
+		Name       string    `json:"name"`
+		Transport  string    `json:"transport"`
+		Command    string    `json:"command,omitempty"`
+		Args       []string  `json:"args,omitempty"`
+		EnvKeys    []string  `json:"envKeys,omitempty"`
+		Cwd        string    `json:"cwd,omitempty"`
+		URL        string    `json:"url,omitempty"`
+		HeaderKeys []string  `json:"headerKeys,omitempty"`
+		Trusted    bool      `json:"trusted"`
+		CreatedAt  time.Time `json:"createdAt"`
 	}
 	out := make([]entry, 0, len(servers))
 	for _, s := range servers {
-		keys := make([]string, 0, len(s.Env))
-		for _, kv := range s.EnvList() {
-			k, _, _ := strings.Cut(kv, "=")
-			keys = append(keys, k)
-		}
-		out = append(out, entry{s.Name, s.Transport, s.Command, s.Args, keys, s.Cwd, s.CreatedAt})
+		// Names of variables and headers only: values may be secrets.
+		out = append(out, entry{Name: s.Name, Transport: s.Transport, Command: s.Command, Args: s.Args,
+			EnvKeys: slices.Sorted(maps.Keys(s.Env)), Cwd: s.Cwd, URL: s.URL,
+			HeaderKeys: slices.Sorted(maps.Keys(s.Headers)), Trusted: s.Trusted, CreatedAt: s.CreatedAt})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -244,10 +312,8 @@ var serverRemoveCmd = &command{
 		if err != nil {
 			return err
 		}
-		for _, kv := range srv.EnvList() {
-			_, v, _ := strings.Cut(kv, "=")
-			id, ok := vault.ParseRef(v)
-			if !ok || !strings.HasPrefix(id, srv.Name+".") || len(users[id]) > 0 {
+		for _, id := range secretRefs(srv) {
+			if !strings.HasPrefix(id, srv.Name+".") || len(users[id]) > 0 {
 				continue
 			}
 			if err := vaultFor(st).DeleteSecret(id); err != nil && !errors.Is(err, vault.ErrNotFound) {
@@ -286,17 +352,28 @@ var serverTestCmd = &command{
 		if err != nil {
 			return err
 		}
-		cmd := gatewayCommand(srv)
-		if cmd.Env, _, err = vaultFor(st).ResolveEnv(cmd.Env); err != nil {
-			return withHint(fmt.Errorf("cannot start server %s: %w", srv.Name, err), "store the secret with: gatehouse secret set ID")
-		}
 		timeout := fs.Lookup("timeout").Value.(flag.Getter).Get().(time.Duration)
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		h, err := gateway.Probe(ctx, cmd, c.stderr)
+		var h *gateway.Health
+		hint := "check the command: gatehouse server list; run it by hand to see what it prints"
+		if srv.Transport == store.TransportHTTP {
+			headers, _, err := resolveHeaders(vaultFor(st), srv.Headers)
+			if err != nil {
+				return withHint(fmt.Errorf("cannot reach server %s: %w", srv.Name, err), "store the secret with: gatehouse secret set ID")
+			}
+			hint = "check the URL and the credentials: gatehouse server list; gatehouse secret ls"
+			h, err = gateway.ProbeRemote(ctx, gateway.Remote{URL: srv.URL, Headers: headers})
+		} else {
+			cmd := gatewayCommand(srv)
+			if cmd.Env, _, err = vaultFor(st).ResolveEnv(cmd.Env); err != nil {
+				return withHint(fmt.Errorf("cannot start server %s: %w", srv.Name, err), "store the secret with: gatehouse secret set ID")
+			}
+			h, err = gateway.Probe(ctx, cmd, c.stderr)
+		}
 		if err != nil {
 			fmt.Fprintf(c.stdout, "✘ %s: %v\n", srv.Name, err)
-			fmt.Fprintf(c.stderr, "hint: check the command: gatehouse server list; run it by hand to see what it prints\n")
+			fmt.Fprintf(c.stderr, "hint: %s\n", hint)
 			return &exitError{1}
 		}
 		tools := fmt.Sprintf("%d tools", len(h.Tools))
@@ -326,6 +403,25 @@ func lookupServer(ctx context.Context, st *store.Store, name string) (store.Serv
 // gatewayCommand is how the gateway starts srv.
 func gatewayCommand(srv store.Server) gateway.Command {
 	return gateway.Command{Path: srv.Command, Args: srv.Args, Env: srv.EnvList(), Dir: srv.Cwd}
+}
+
+// resolveHeaders returns headers with each secret reference replaced by the
+// secret's value, and the values by secret id (for redaction).
+func resolveHeaders(v *vault.Vault, headers map[string]string) (map[string]string, map[string]string, error) {
+	list := make([]string, 0, len(headers))
+	for k, val := range headers {
+		list = append(list, k+"="+val)
+	}
+	resolved, secrets, err := v.ResolveEnv(list)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make(map[string]string, len(resolved))
+	for _, kv := range resolved {
+		k, val, _ := strings.Cut(kv, "=")
+		out[k] = val
+	}
+	return out, secrets, nil
 }
 
 // summary is the first line of s, cut to at most n runes.
