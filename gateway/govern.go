@@ -37,8 +37,8 @@ type Call struct {
 	// passed on) replaced by a marker. The same as Arguments when they hold
 	// none.
 	Recorded json.RawMessage
-	Client    Client
-	Session   string // this proxy session's id
+	Client   Client
+	Session  string // this proxy session's id
 	// Definition is the tool as the server listed it in this session; nil
 	// when it never did (an unknown tool).
 	Definition *Tool

@@ -91,9 +91,9 @@ type remoteConn struct {
 	// listenCtx ends the server's own stream, first when stopping.
 	listenCtx  context.Context
 	stopListen context.CancelFunc
-	pr     *io.PipeReader
-	pw     *io.PipeWriter
-	outMu  sync.Mutex // one line at a time into pw
+	pr         *io.PipeReader
+	pw         *io.PipeWriter
+	outMu      sync.Mutex // one line at a time into pw
 
 	mu        sync.Mutex
 	session   string // Mcp-Session-Id; guarded by mu

@@ -39,7 +39,7 @@ type Server struct {
 	// Trusted says the user trusts the server's tool annotations: its
 	// read-only hints may then lower a tool's risk (untrusted hints can
 	// only raise it).
-	Trusted bool
+	Trusted   bool
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
