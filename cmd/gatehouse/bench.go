@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/downstream"
 	"os"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/bench"
@@ -145,14 +146,13 @@ func (c *cli) benchServer(ctx context.Context, cfg *bench.Config, name, tool, ar
 	}
 	// Run directly, the server gets what the proxy gives it: its secrets
 	// resolved from the keychain.
-	cmd := gatewayCommand(srv)
-	env, _, err := vaultFor(st).ResolveEnv(cmd.Env)
+	cmd, _, err := downstream.Command(srv, vaultFor(st))
 	if err != nil {
-		return withHint(fmt.Errorf("bench: server %s: %w", name, err), "store it with: gatehouse secret set ID")
+		return withHint(fmt.Errorf("bench: %w", err), "store it with: gatehouse secret set ID")
 	}
 	cfg.Home = st.Dir()
 	cfg.Server = name
-	cfg.Direct = bench.Direct{Argv: append([]string{cmd.Path}, cmd.Args...), Env: env, Dir: cmd.Dir}
+	cfg.Direct = bench.Direct{Argv: append([]string{cmd.Path}, cmd.Args...), Env: cmd.Env, Dir: cmd.Dir}
 	cfg.Tool, cfg.Arg = tool, arg
 	return nil
 }

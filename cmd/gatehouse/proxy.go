@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/downstream"
 	"io"
 	"log/slog"
 	"os"
@@ -84,17 +85,15 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	// come from the keychain now, when the server starts, and nowhere else.
 	var (
 		cmd     gateway.Command
-		headers map[string]string
+		remote  gateway.Remote
 		secrets map[string]string
 	)
 	if srv.Transport == store.TransportHTTP {
-		headers, secrets, err = resolveHeaders(vaultFor(st), srv.Headers)
+		remote, secrets, err = downstream.Remote(srv, vaultFor(st))
 	} else {
-		cmd = gatewayCommand(srv)
-		cmd.Env, secrets, err = vaultFor(st).ResolveEnv(cmd.Env)
+		cmd, secrets, err = downstream.Command(srv, vaultFor(st))
 	}
 	if err != nil {
-		err = fmt.Errorf("cannot start server %q: %w", name, err)
 		log.Error("server not started", slog.Any("err", err))
 		hint := "store it with: gatehouse secret set ID"
 		if errors.Is(err, vault.ErrUnavailable) {
@@ -115,7 +114,7 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	}
 	p := gateway.New(name, cmd, opts)
 	if srv.Transport == store.TransportHTTP {
-		p = gateway.NewRemote(name, gateway.Remote{URL: srv.URL, Headers: headers}, opts)
+		p = gateway.NewRemote(name, remote, opts)
 	}
 	if err := p.Serve(ctx, c.stdin, out); err != nil {
 		if !errors.Is(err, gateway.ErrServerExited) {

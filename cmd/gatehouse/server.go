@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/downstream"
 	"io"
 	"maps"
 	"path/filepath"
@@ -358,16 +359,16 @@ var serverTestCmd = &command{
 		var h *gateway.Health
 		hint := "check the command: gatehouse server list; run it by hand to see what it prints"
 		if srv.Transport == store.TransportHTTP {
-			headers, _, err := resolveHeaders(vaultFor(st), srv.Headers)
+			remote, _, err := downstream.Remote(srv, vaultFor(st))
 			if err != nil {
-				return withHint(fmt.Errorf("cannot reach server %s: %w", srv.Name, err), "store the secret with: gatehouse secret set ID")
+				return withHint(err, "store the secret with: gatehouse secret set ID")
 			}
 			hint = "check the URL and the credentials: gatehouse server list; gatehouse secret ls"
-			h, err = gateway.ProbeRemote(ctx, gateway.Remote{URL: srv.URL, Headers: headers})
+			h, err = gateway.ProbeRemote(ctx, remote)
 		} else {
-			cmd := gatewayCommand(srv)
-			if cmd.Env, _, err = vaultFor(st).ResolveEnv(cmd.Env); err != nil {
-				return withHint(fmt.Errorf("cannot start server %s: %w", srv.Name, err), "store the secret with: gatehouse secret set ID")
+			cmd, _, err := downstream.Command(srv, vaultFor(st))
+			if err != nil {
+				return withHint(err, "store the secret with: gatehouse secret set ID")
 			}
 			h, err = gateway.Probe(ctx, cmd, c.stderr)
 		}
@@ -398,30 +399,6 @@ func lookupServer(ctx context.Context, st *store.Store, name string) (store.Serv
 			"see the registered servers with: gatehouse server list")
 	}
 	return srv, err
-}
-
-// gatewayCommand is how the gateway starts srv.
-func gatewayCommand(srv store.Server) gateway.Command {
-	return gateway.Command{Path: srv.Command, Args: srv.Args, Env: srv.EnvList(), Dir: srv.Cwd}
-}
-
-// resolveHeaders returns headers with each secret reference replaced by the
-// secret's value, and the values by secret id (for redaction).
-func resolveHeaders(v *vault.Vault, headers map[string]string) (map[string]string, map[string]string, error) {
-	list := make([]string, 0, len(headers))
-	for k, val := range headers {
-		list = append(list, k+"="+val)
-	}
-	resolved, secrets, err := v.ResolveEnv(list)
-	if err != nil {
-		return nil, nil, err
-	}
-	out := make(map[string]string, len(resolved))
-	for _, kv := range resolved {
-		k, val, _ := strings.Cut(kv, "=")
-		out[k] = val
-	}
-	return out, secrets, nil
 }
 
 // summary is the first line of s, cut to at most n runes.
