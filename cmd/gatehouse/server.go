@@ -359,16 +359,16 @@ var serverTestCmd = &command{
 		var h *gateway.Health
 		hint := "check the command: gatehouse server list; run it by hand to see what it prints"
 		if srv.Transport == store.TransportHTTP {
-			remote, _, err := downstream.Remote(srv, vaultFor(st))
-			if err != nil {
-				return withHint(err, "store the secret with: gatehouse secret set ID")
+			remote, _, rerr := downstream.Remote(srv, vaultFor(st))
+			if rerr != nil {
+				return withHint(rerr, "store the secret with: gatehouse secret set ID")
 			}
 			hint = "check the URL and the credentials: gatehouse server list; gatehouse secret ls"
 			h, err = gateway.ProbeRemote(ctx, remote)
 		} else {
-			cmd, _, err := downstream.Command(srv, vaultFor(st))
-			if err != nil {
-				return withHint(err, "store the secret with: gatehouse secret set ID")
+			cmd, _, rerr := downstream.Command(srv, vaultFor(st))
+			if rerr != nil {
+				return withHint(rerr, "store the secret with: gatehouse secret set ID")
 			}
 			h, err = gateway.Probe(ctx, cmd, c.stderr)
 		}
