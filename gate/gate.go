@@ -98,6 +98,12 @@ type Gate struct {
 	// a listing and a call at once is pinned once.
 	pinMu sync.Mutex
 
+	// budgetMu is held from a budget's count to the receipt that spends
+	// it, so that calls of this session racing each other cannot both take
+	// the last place.
+	budgetMu sync.Mutex
+	allowed  []allowedCall // guarded by budgetMu
+
 	mu     sync.Mutex
 	policy *policy.Policy   // last read; guarded by mu
 	grants map[string]grant // capability -> what a person allowed; guarded by mu
@@ -190,6 +196,20 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		}
 	}
 
+	budgets := pol.BudgetsFor(g.cfg.Server, c.Tool)
+	if d.verdict == policy.Allow && len(budgets) > 0 {
+		g.budgetMu.Lock()
+		defer g.budgetMu.Unlock()
+		b, wait, err := g.overBudget(ctx, budgets, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
+			d.verdict, d.rule = policy.Deny, "budget:"+b.ID
+			d.why = budgetMessage(b, wait)
+		}
+	}
+
 	args := c.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -223,6 +243,9 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		return nil, fmt.Errorf("write the receipt: %w", err)
 	}
 	auth := &gateway.Authorization{Allow: d.verdict == policy.Allow, Receipt: e.ID}
+	if auth.Allow && len(budgets) > 0 {
+		g.allowed = append(g.allowed, allowedCall{tool: c.Tool, at: decided})
+	}
 	if auth.Allow {
 		auth.Arguments, auth.Redact = resolved, redact
 	} else {

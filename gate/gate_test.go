@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -437,5 +438,69 @@ func TestToolsListed(t *testing.T) {
 	h.g.ToolsListed(ctx, []*gateway.Tool{read})
 	if s = status(); s["read_file"].Pin != Changed {
 		t.Errorf("a definition changed back is %s, want changed", s["read_file"].Pin)
+	}
+}
+
+func TestBudgets(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	p, err := h.pol.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := p.Clone()
+	next.Rules = append(next.Rules, policy.Rule{ID: "files-ok", Capability: "mcp.files.*", Decision: policy.Allow})
+	next.Budgets = []policy.Budget{
+		{ID: "writes", Capability: "mcp.files.write_*", Per: policy.PerServer, Calls: 2, Window: time.Hour},
+		{ID: "per-session", Capability: "mcp.files.*", Per: policy.PerSession, Calls: 4},
+	}
+	if _, err := h.pol.Save(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	write, read := tool("write_file", "writes", nil), tool("read_file", "reads", nil)
+	for i, name := range []string{"write_file", "WRITE_FILE"} {
+		def := write
+		if i == 1 {
+			def = tool(name, "writes", nil)
+		}
+		if a, err := h.call(name, def, `{}`); err != nil || !a.Allow {
+			t.Fatalf("write %d = %+v, %v; want allowed within the budget", i+1, a, err)
+		}
+	}
+	// A third write within the hour, even spelled otherwise, is refused.
+	a, err := h.call("Write_File", tool("Write_File", "writes", nil), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.receipt(a.Receipt)
+	if a.Allow || r.Decision != "DENY" || r.Rule != "budget:writes" ||
+		!regexp.MustCompile(`budget writes allows 2 calls to mcp.files.write_\* in any hour, across all sessions.*did not run. It can run again in (59m|1h)`).MatchString(a.Message) {
+		t.Errorf("third write: allowed %v, receipt %s by %s, message %q", a.Allow, r.Decision, r.Rule, a.Message)
+	}
+	// Another session of the same server shares the per-server budget,
+	// not the per-session one.
+	other, err := New(ctx, Config{Server: "files", Log: h.log, Policies: h.pol, Pins: h.g.cfg.Pins, Ask: h.app.ask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &gateway.Call{Server: "files", Tool: "write_file", Arguments: json.RawMessage(`{}`), Session: "s-2", Definition: write}
+	if a, err := other.Authorize(ctx, c, nil); err != nil || a.Allow {
+		t.Errorf("a write from another session = %+v, %v; want the shared budget to refuse it", a, err)
+	}
+	// The session cap: 2 writes and 2 reads allowed here, then no more.
+	for i := range 2 {
+		if a, err := h.call("read_file", read, `{}`); err != nil || !a.Allow {
+			t.Fatalf("read %d = %+v, %v", i+1, a, err)
+		}
+	}
+	a, err = h.call("read_file", read, `{}`)
+	if err != nil || a.Allow || !strings.Contains(a.Message, "budget per-session allows 4 calls to mcp.files.* per session") ||
+		!strings.Contains(a.Message, "cannot run again in this session") {
+		t.Errorf("fifth call = %+v, %v; want the session cap", a, err)
+	}
+	// Refused calls did not spend anything: the other session still reads.
+	c = &gateway.Call{Server: "files", Tool: "read_file", Arguments: json.RawMessage(`{}`), Session: "s-2", Definition: read}
+	if a, err := other.Authorize(ctx, c, nil); err != nil || !a.Allow {
+		t.Errorf("a read from the other session = %+v, %v; want allowed", a, err)
 	}
 }

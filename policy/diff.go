@@ -44,6 +44,19 @@ func Diff(from, to *Policy) []string {
 			out = append(out, fmt.Sprintf("~ %s: note %q (was %q)", r.ID, r.Note, old.Note))
 		}
 	}
+	for _, b := range from.Budgets {
+		if to.Budget(b.ID) == nil {
+			out = append(out, fmt.Sprintf("- budget %s: %s", b.ID, b.Describe()))
+		}
+	}
+	for _, b := range to.Budgets {
+		switch old := from.Budget(b.ID); {
+		case old == nil:
+			out = append(out, fmt.Sprintf("+ budget %s: %s", b.ID, b.Describe()))
+		case old.Describe() != b.Describe():
+			out = append(out, fmt.Sprintf("~ budget %s: %s (was %s)", b.ID, b.Describe(), old.Describe()))
+		}
+	}
 	type probe struct{ server, tool, client string }
 	var probes []probe
 	for _, r := range slices.Concat(from.Rules, to.Rules) {

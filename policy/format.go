@@ -115,11 +115,28 @@ func Parse(data []byte) (*Policy, error) {
 				}
 				p.Rules = append(p.Rules, r)
 			}
+		case "budget":
+			tables, ok := tableArray(v)
+			if !ok {
+				return nil, fail(-1, k, "budget: want budgets as [[budget]] tables, not %s", tomlType(v))
+			}
+			for i, t := range tables {
+				b, err := parseBudget(t, func(key, format string, args ...any) error {
+					return &ParseError{Line: lines.findBudget(i, key), Msg: fmt.Sprintf(format, args...), err: ErrInvalid}
+				}, i)
+				if err != nil {
+					return nil, err
+				}
+				p.Budgets = append(p.Budgets, b)
+			}
 		default:
-			return nil, fail(-1, k, "unknown setting %q (want default, [defaults] or [[rule]])", k)
+			return nil, fail(-1, k, "unknown setting %q (want default, [defaults], [[rule]] or [[budget]])", k)
 		}
 	}
 	if pr := p.validate(); pr != nil {
+		if pr.budget {
+			return nil, &ParseError{Line: lines.findBudget(pr.rule, pr.key), Msg: pr.msg, err: ErrInvalid}
+		}
 		return nil, fail(pr.rule, pr.key, "%s", pr.msg)
 	}
 	return p, nil
@@ -273,7 +290,8 @@ type locator struct {
 }
 
 var (
-	ruleHeaderRE = regexp.MustCompile(`^\s*\[\[\s*rule\s*\]\]`)
+	budgetHeaderRE = regexp.MustCompile(`^\s*\[\[\s*budget\s*\]\]`)
+	ruleHeaderRE   = regexp.MustCompile(`^\s*\[\[\s*rule\s*\]\]`)
 	anyHeaderRE  = regexp.MustCompile(`^\s*\[`)
 )
 
@@ -299,6 +317,30 @@ func (l *locator) find(rule int, keys ...string) int {
 		return l.rules[rule] + 1
 	}
 	return 0
+}
+
+// findBudget returns the 1-based line of key in the budget-th [[budget]]
+// table, else of the table's header, else 0.
+func (l *locator) findBudget(budget int, key string) int {
+	keyRE := regexp.MustCompile(`^\s*"?` + regexp.QuoteMeta(key) + `"?\s*=`)
+	current, seen, header := -1, 0, 0
+	for i, line := range l.lines {
+		switch {
+		case budgetHeaderRE.Match(line):
+			current = seen
+			seen++
+			if current == budget {
+				header = i + 1
+			}
+			continue
+		case anyHeaderRE.Match(line):
+			current = -1
+		}
+		if current == budget && keyRE.Match(line) {
+			return i + 1
+		}
+	}
+	return header
 }
 
 func (l *locator) findKey(rule int, key string) int {
@@ -381,6 +423,11 @@ func (p *Policy) Format() []byte {
 			b.WriteString("]\n")
 		}
 	}
+	var budgets strings.Builder
+	for _, bu := range p.Budgets {
+		formatBudget(&budgets, bu)
+	}
+	b.WriteString(budgets.String())
 	return b.Bytes()
 }
 

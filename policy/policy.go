@@ -78,6 +78,7 @@
 package policy
 
 import (
+	"slices"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -265,6 +266,7 @@ type Policy struct {
 	Rules    []Rule
 	Defaults map[Risk]Decision // by risk class; a class not here falls to Default
 	Default  Decision          // the global default
+	Budgets  []Budget          // caps on calls that run, whatever the rules say
 }
 
 // Default returns the built-in policy: reads are allowed, everything else
@@ -303,6 +305,7 @@ func (p *Policy) Clone() *Policy {
 	if p.Rules == nil {
 		q.Rules = nil
 	}
+	q.Budgets = slices.Clone(p.Budgets)
 	if p.Defaults != nil {
 		q.Defaults = make(map[Risk]Decision, len(p.Defaults))
 		for k, v := range p.Defaults {
@@ -319,9 +322,10 @@ var ErrInvalid = errors.New("invalid policy")
 // A problem is one thing wrong with a policy; rule is the index of the rule
 // (-1 for the policy itself) and key the field, for line numbers.
 type problem struct {
-	rule int
-	key  string
-	msg  string
+	rule   int // index of the rule, or of the budget when budget is set
+	key    string
+	msg    string
+	budget bool
 }
 
 func (p *problem) Error() string { return p.msg }
@@ -340,14 +344,14 @@ func (p *Policy) Validate() error {
 
 func (p *Policy) validate() *problem {
 	if !p.Default.Valid() {
-		return &problem{-1, "default", fmt.Sprintf("default: unknown decision %q (want ALLOW, DENY or APPROVAL_REQUIRED)", p.Default)}
+		return &problem{rule: -1, key: "default", msg: fmt.Sprintf("default: unknown decision %q (want ALLOW, DENY or APPROVAL_REQUIRED)", p.Default)}
 	}
 	for r, d := range p.Defaults {
 		if !r.Valid() {
-			return &problem{-1, "defaults", fmt.Sprintf("defaults: unknown risk %q (want low, medium, high or critical)", r)}
+			return &problem{rule: -1, key: "defaults", msg: fmt.Sprintf("defaults: unknown risk %q (want low, medium, high or critical)", r)}
 		}
 		if !d.Valid() {
-			return &problem{-1, "defaults", fmt.Sprintf("defaults.%s: unknown decision %q (want ALLOW, DENY or APPROVAL_REQUIRED)", r, d)}
+			return &problem{rule: -1, key: "defaults", msg: fmt.Sprintf("defaults.%s: unknown decision %q (want ALLOW, DENY or APPROVAL_REQUIRED)", r, d)}
 		}
 	}
 	seen := make(map[string]int)
@@ -357,9 +361,20 @@ func (p *Policy) validate() *problem {
 		}
 		id := p.Rules[i].ID
 		if j, dup := seen[id]; dup {
-			return &problem{i, "id", fmt.Sprintf("rule %q: the id is also used by rule %d", id, j+1)}
+			return &problem{rule: i, key: "id", msg: fmt.Sprintf("rule %q: the id is also used by rule %d", id, j+1)}
 		}
 		seen[id] = i
+	}
+	budgets := make(map[string]int)
+	for i := range p.Budgets {
+		if key, msg := p.Budgets[i].validate(); msg != "" {
+			return &problem{rule: i, key: key, msg: msg, budget: true}
+		}
+		id := p.Budgets[i].ID
+		if j, dup := budgets[id]; dup {
+			return &problem{rule: i, key: "id", msg: fmt.Sprintf("budget %q: the id is also used by budget %d", id, j+1), budget: true}
+		}
+		budgets[id] = i
 	}
 	return nil
 }
@@ -377,7 +392,7 @@ func (r *Rule) validate(i int) *problem {
 		if r.ID != "" {
 			name = fmt.Sprintf("rule %q", r.ID)
 		}
-		return &problem{i, key, name + ": " + fmt.Sprintf(format, args...)}
+		return &problem{rule: i, key: key, msg: name + ": " + fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case r.ID == "":

@@ -420,4 +420,7 @@ var migrations = []string{
 	) STRICT`,
 	// 2: full-text search and the filters' indexes (search.go explains).
 	searchMigration,
+	// 3: the calls allowed to each server over time, for budgets
+	// (CallsAllowed).
+	`CREATE INDEX entries_allowed ON entries (server, time_ns) WHERE kind = 'receipt' AND decision = 'ALLOW'`,
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/policy"
@@ -103,7 +104,7 @@ Examples:
 var policyRmCmd = &command{
 	name:    "policy rm",
 	usage:   "ID",
-	summary: "remove a rule (or a risk default, default:RISK)",
+	summary: "remove a rule or a budget (or a risk default, default:RISK)",
 	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 		pos, err := parse(fs, args, 0)
 		if err != nil {
@@ -129,9 +130,73 @@ var policyRmCmd = &command{
 				return nil
 			}
 			if p.Rule(id) == nil {
-				return withHint(fmt.Errorf("the policy has no rule %q", id), "see the rules and their ids with: gatehouse policy show")
+				if p.Budget(id) != nil {
+					p.Budgets = slices.DeleteFunc(p.Budgets, func(b policy.Budget) bool { return b.ID == id })
+					return nil
+				}
+				return withHint(fmt.Errorf("the policy has no rule or budget %q", id), "see the rules, budgets and their ids with: gatehouse policy show")
 			}
 			p.Rules = removeRuleByID(p.Rules, id)
+			return nil
+		})
+	},
+}
+
+var policyBudgetCmd = &command{
+	name:    "policy budget",
+	usage:   "ID CAPABILITY CALLS [--per session|server] [--window DURATION] [--note TEXT]",
+	summary: "add or change a budget: at most CALLS calls to CAPABILITY",
+	help: `
+A budget caps the calls that run, whatever the rules allow: at most CALLS
+calls to CAPABILITY (a glob, as in rules; tool names match in any case) in
+any WINDOW (30s, 10m, 1h, 7d), counted per session or per server (every
+session of every client together; needs a window). Without a window a
+session budget lasts the whole session. A call over budget is denied, and
+the model is told which budget and when it may try again.
+
+Examples:
+  gatehouse policy budget github-writes 'mcp.github.create_*' 20 --per server --window 1h
+  gatehouse policy budget session-cap 'mcp.*.*' 500`,
+	flags: func(fs *flag.FlagSet) {
+		fs.String("per", "session", "count per `session` or per server")
+		fs.String("window", "", "count calls in any `window` this long (30s, 10m, 1h, 7d)")
+		fs.String("note", "", "why the budget is there")
+	},
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 3 {
+			return usagef("policy budget: want ID CAPABILITY CALLS")
+		}
+		calls, err := strconv.Atoi(pos[2])
+		if err != nil || calls < 0 {
+			return usagef("policy budget: CALLS %q: want a whole number, 0 or more", pos[2])
+		}
+		text := fmt.Sprintf("[[budget]]\nid = %q\ncapability = %q\nper = %q\ncalls = %d\n", pos[0], pos[1], fs.Lookup("per").Value.String(), calls)
+		if w := fs.Lookup("window").Value.String(); w != "" {
+			text += fmt.Sprintf("window = %q\n", w)
+		}
+		if n := fs.Lookup("note").Value.String(); n != "" {
+			text += fmt.Sprintf("note = %q\n", n)
+		}
+		parsed, err := policy.Parse([]byte(text))
+		if err != nil {
+			var perr *policy.ParseError
+			if errors.As(err, &perr) {
+				return usagef("policy budget: %s", perr.Msg)
+			}
+			return usagef("policy budget: %v", err)
+		}
+		b := parsed.Budgets[0]
+		return c.changePolicy(ctx, func(p *policy.Policy) error {
+			if old := p.Budget(b.ID); old != nil {
+				*old = b
+			} else {
+				p.Budgets = append(p.Budgets, b)
+			}
+			fmt.Fprintf(c.stderr, "gatehouse: budget %s: %s\n", b.ID, b.Describe())
 			return nil
 		})
 	},
