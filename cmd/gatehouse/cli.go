@@ -51,7 +51,7 @@ func init() {
 		exportCmd, verifyCmd,
 		// history show before history: lookup takes the first match.
 		historyShowCmd, historyCmd, eraseCmd,
-		policyShowCmd, policySetCmd, policyRmCmd, policyImportCmd, policyExportCmd, policyExplainCmd,
+		policyShowCmd, policySetCmd, policyBudgetCmd, policyRmCmd, policyImportCmd, policyExportCmd, policyExplainCmd,
 	}
 }
 
