@@ -103,6 +103,8 @@ type Gate struct {
 	// the last place.
 	budgetMu sync.Mutex
 	allowed  []allowedCall // guarded by budgetMu
+	// idemMu is held from an idempotency key's lookup to its record.
+	idemMu sync.Mutex
 
 	mu     sync.Mutex
 	policy *policy.Policy   // last read; guarded by mu
@@ -196,7 +198,24 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		}
 	}
 
+	var idem idempotent
+	if d.verdict == policy.Allow && c.IdempotencyKey != "" {
+		g.idemMu.Lock()
+		defer g.idemMu.Unlock()
+		if idem, err = g.checkKey(ctx, c, recordedArgs(c)); err != nil {
+			return nil, err
+		}
+		if idem.why != "" {
+			d.verdict, d.rule, d.why = policy.Deny, idem.rule, idem.why
+		} else if idem.replay != nil {
+			d.rule = idem.rule // answered from the record: nothing runs
+		}
+	}
+
 	budgets := pol.BudgetsFor(g.cfg.Server, c.Tool)
+	if idem.replay != nil {
+		budgets = nil // a replay runs nothing, so spends nothing
+	}
 	if d.verdict == policy.Allow && len(budgets) > 0 {
 		g.budgetMu.Lock()
 		defer g.budgetMu.Unlock()
@@ -216,7 +235,7 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 	}
 	var resolved json.RawMessage
 	var redact map[string]string
-	if d.verdict == policy.Allow {
+	if d.verdict == policy.Allow && idem.replay == nil {
 		var bound []string
 		if rule := pol.Rule(d.rule); rule != nil {
 			bound = rule.Secrets
@@ -239,10 +258,20 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 	// A decision that was made is written even if the client has given up.
 	decided := time.Now()
 	e, err := g.cfg.Log.AppendReceipt(context.WithoutCancel(ctx), r, recordedArgs(c))
+	if idem.fresh {
+		allowed := err == nil && d.verdict == policy.Allow
+		id := ""
+		if err == nil {
+			id = e.ID
+		}
+		if serr := g.settleKey(context.WithoutCancel(ctx), c, id, allowed); serr != nil && err == nil {
+			err = serr // the call must not run with its key unrecorded
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("write the receipt: %w", err)
 	}
-	auth := &gateway.Authorization{Allow: d.verdict == policy.Allow, Receipt: e.ID}
+	auth := &gateway.Authorization{Allow: d.verdict == policy.Allow, Receipt: e.ID, Replay: idem.replay}
 	if auth.Allow && len(budgets) > 0 {
 		g.allowed = append(g.allowed, allowedCall{tool: c.Tool, at: decided})
 	}

@@ -504,3 +504,63 @@ func TestBudgets(t *testing.T) {
 		t.Errorf("a read from the other session = %+v, %v; want allowed", a, err)
 	}
 }
+
+func TestIdempotencyKeys(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	read := tool("read_file", "reads", nil)
+	call := func(g *Gate, key, args string) *gateway.Authorization {
+		t.Helper()
+		c := &gateway.Call{Server: "files", Tool: "read_file", Arguments: json.RawMessage(args), Session: "s", Definition: read, IdempotencyKey: key}
+		a, err := g.Authorize(ctx, c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Allow && a.Replay == nil {
+			// It ran: record what the server answered.
+			g.Complete(ctx, c, a, &gateway.Outcome{Status: gateway.StatusSucceeded, Result: json.RawMessage(`{"content":[{"type":"text","text":"ran once"}]}`)})
+		}
+		return a
+	}
+	first := call(h.g, "k-1", `{"path":"/a"}`)
+	if !first.Allow || first.Replay != nil {
+		t.Fatalf("first call = %+v, want it to run", first)
+	}
+	again := call(h.g, "k-1", `{"path":"/a"}`)
+	if !again.Allow || !strings.Contains(string(again.Replay), "ran once") {
+		t.Fatalf("same key again = %+v, want the recorded result", again)
+	}
+	if r := h.receipt(again.Receipt); r.Decision != "ALLOW" || r.Rule != "idempotency:"+first.Receipt {
+		t.Errorf("replay receipt = %s by %s, want ALLOW by idempotency:%s", r.Decision, r.Rule, first.Receipt)
+	}
+	// Across a restart: another gate on the same database.
+	other, err := New(ctx, Config{Server: "files", Log: h.log, Policies: h.pol, Pins: h.g.cfg.Pins, Ask: h.app.ask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := call(other, "k-1", `{"path":"/a"}`); !a.Allow || a.Replay == nil {
+		t.Errorf("same key after a restart = %+v, want the recorded result", a)
+	}
+	// The same key with other arguments is a mistake, and is refused.
+	if a := call(h.g, "k-1", `{"path":"/b"}`); a.Allow || !strings.Contains(a.Message, "other arguments") || !strings.Contains(a.Message, first.Receipt) {
+		t.Errorf("same key, other arguments = %+v", a)
+	}
+	// A call whose first run recorded no outcome is not run twice.
+	c := &gateway.Call{Server: "files", Tool: "read_file", Arguments: json.RawMessage(`{}`), Session: "s", Definition: read, IdempotencyKey: "k-2"}
+	if a, err := h.g.Authorize(ctx, c, nil); err != nil || !a.Allow {
+		t.Fatalf("k-2 first = %+v, %v", a, err)
+	}
+	if a := call(h.g, "k-2", `{}`); a.Allow || !strings.Contains(a.Message, "not run twice") {
+		t.Errorf("k-2 again with no outcome = %+v, want a refusal", a)
+	}
+	// A key whose call was denied stays free.
+	h.app.queue(answer{scope: approval.ScopeDeny}, answer{scope: approval.ScopeOnce})
+	sum := tool("summarize", "sums up", nil)
+	c = &gateway.Call{Server: "files", Tool: "summarize", Arguments: json.RawMessage(`{}`), Session: "s", Definition: sum, IdempotencyKey: "k-3"}
+	if a, _ := h.g.Authorize(ctx, c, nil); a.Allow {
+		t.Fatal("a denied call ran")
+	}
+	if a, _ := h.g.Authorize(ctx, c, nil); !a.Allow || a.Replay != nil {
+		t.Errorf("k-3 after a denial = %+v, want it to run now", a)
+	}
+}

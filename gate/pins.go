@@ -119,4 +119,14 @@ var migrations = []string{
 	`ALTER TABLE pins ADD COLUMN seen_hash TEXT NOT NULL DEFAULT '';
 	ALTER TABLE pins ADD COLUMN seen_definition BLOB;
 	ALTER TABLE pins ADD COLUMN seen_at TEXT NOT NULL DEFAULT ''`,
+	// 3: idempotency keys (idempotency.go): the call that took each key.
+	`CREATE TABLE idempotency (
+		server     TEXT NOT NULL,
+		tool       TEXT NOT NULL,
+		key_hash   TEXT NOT NULL, -- sha256 of the key: keys are the client's, not ours to keep
+		args_hash  TEXT NOT NULL, -- sha256 of the arguments as recorded
+		receipt    TEXT NOT NULL, -- empty while the first call is being decided
+		created_at TEXT NOT NULL,
+		PRIMARY KEY (server, tool, key_hash)
+	) STRICT`,
 }

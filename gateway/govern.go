@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -39,6 +40,9 @@ type Call struct {
 	Recorded json.RawMessage
 	Client   Client
 	Session  string // this proxy session's id
+	// IdempotencyKey is the key the client put in the request's _meta
+	// ("idempotencyKey", or "dev.gatehouse/idempotencyKey"); empty when none.
+	IdempotencyKey string
 	// Definition is the tool as the server listed it in this session; nil
 	// when it never did (an unknown tool).
 	Definition *Tool
@@ -90,6 +94,10 @@ type Authorization struct {
 	// Redact are secret values (by id) put into the arguments: they are
 	// kept out of this call's result like the server's own secrets.
 	Redact map[string]string
+	// Replay, when set (with Allow), is the recorded result of the same
+	// call made before with the same idempotency key: the client gets it,
+	// and the server is not called again.
+	Replay json.RawMessage
 }
 
 // An Outcome is what a call that ran did.
@@ -176,8 +184,10 @@ type callParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 	Meta      struct {
-		ProgressToken json.RawMessage `json:"progressToken"`
-		ClientInfo    *Client         `json:"io.modelcontextprotocol/clientInfo"`
+		ProgressToken  json.RawMessage `json:"progressToken"`
+		ClientInfo     *Client         `json:"io.modelcontextprotocol/clientInfo"`
+		IdempotencyKey string          `json:"idempotencyKey"`
+		GatehouseKey   string          `json:"dev.gatehouse/idempotencyKey"`
 	} `json:"_meta"`
 }
 
@@ -202,6 +212,7 @@ func (r *relay) govern(ctx context.Context, m message) {
 	}
 	c := &Call{Server: r.server, Tool: p.Name, Arguments: p.Arguments, Client: client, Session: r.sessionID, Definition: r.sess.tool(p.Name)}
 	c.Recorded = c.Arguments
+	c.IdempotencyKey = cmp.Or(p.Meta.IdempotencyKey, p.Meta.GatehouseKey)
 	if r.redact != nil && len(c.Arguments) > 0 {
 		c.Recorded, _ = r.redact.redact(c.Arguments)
 	}
@@ -238,6 +249,10 @@ func (r *relay) govern(ctx context.Context, m message) {
 		r.answer(id, m.method, toolErrorResponse(id, auth.Message))
 		return
 	}
+	if auth.Replay != nil {
+		r.replay(id, g, auth)
+		return
+	}
 	frame := m.raw
 	if auth.Arguments != nil {
 		if frame, err = withArguments(m.raw, auth.Arguments); err != nil {
@@ -258,6 +273,31 @@ func (r *relay) govern(ctx context.Context, m message) {
 	if err := r.down.write(frame); err != nil {
 		r.log.Warn("writing to server", slog.Any("err", err))
 	}
+}
+
+// replay answers a call with the recorded result of its earlier run, and
+// records that as its outcome.
+func (r *relay) replay(id json.RawMessage, g *governed, auth *Authorization) {
+	resp, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+	}{"2.0", id, auth.Replay})
+	r.mu.Lock()
+	g.auth, g.start = auth, time.Now()
+	r.mu.Unlock()
+	if !r.forget(id) {
+		return
+	}
+	r.up.write(resp)
+	o := &Outcome{Status: StatusSucceeded, Result: auth.Replay}
+	var res struct {
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal(auth.Replay, &res) == nil && res.IsError {
+		o.Status = StatusFailed
+	}
+	r.complete(g, o)
 }
 
 // withArguments returns a tools/call request with params.arguments replaced.

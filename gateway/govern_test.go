@@ -203,3 +203,34 @@ func TestToolWatcher(t *testing.T) {
 		t.Errorf("call definition = %+v, want the last listing", o.call.Definition)
 	}
 }
+
+// A replayed call is answered from the record: the server never sees it,
+// and its outcome is recorded.
+func TestReplay(t *testing.T) {
+	gov := newFakeGovernor(func(ctx context.Context, c *Call, progress func(string)) (*Authorization, error) {
+		if c.IdempotencyKey == "k" {
+			return &Authorization{Allow: true, Receipt: "r-2", Replay: json.RawMessage(`{"content":[{"type":"text","text":"from the record"}]}`)}, nil
+		}
+		return &Authorization{Allow: true, Receipt: "r-1"}, nil
+	})
+	s := startSession(t, testServerCommand(), &Options{Governor: gov})
+	s.initialize()
+	s.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"x":1},"_meta":{"idempotencyKey":"k"}}}`)
+	m := s.recvMsg()
+	if text, isErr := toolText(t, m); isErr || text != "from the record" || string(m.ID) != "5" {
+		t.Errorf("replayed call = %s (id %s)", text, m.ID)
+	}
+	if o := gov.outcome(t); o.out.Status != StatusSucceeded || o.auth.Receipt != "r-2" || o.call.IdempotencyKey != "k" {
+		t.Errorf("outcome of the replay = %+v for %+v", o.out, o.auth)
+	}
+	// The namespaced key works too, and a call without a key runs.
+	s.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"dev.gatehouse/idempotencyKey":"k"}}}`)
+	if text, _ := toolText(t, s.recvMsg()); text != "from the record" {
+		t.Errorf("namespaced key = %q", text)
+	}
+	gov.outcome(t)
+	s.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"y":2}}}`)
+	if text, _ := toolText(t, s.recvMsg()); !strings.Contains(text, `"y":2`) {
+		t.Errorf("a call without a key did not reach the server: %q", text)
+	}
+}
