@@ -1,0 +1,184 @@
+package clients
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// diffContext is how many unchanged lines a hunk shows around a change.
+const diffContext = 3
+
+// unifiedDiff renders the change that edits make to old (giving new) as a
+// unified diff, each of masks replaced by asterisks. Only the lines around
+// the edits are compared, so a large file with a few small edits diffs
+// quickly and exactly.
+func unifiedDiff(path string, old, new []byte, edits []edit, masks []string) string {
+	if bytes.Equal(old, new) {
+		return ""
+	}
+	starts := lineStarts(old)
+	lineOf := func(off int) int { return sort.Search(len(starts), func(i int) bool { return starts[i] > off }) - 1 }
+	lineEnd := func(l int) int {
+		if l+1 < len(starts) {
+			return starts[l+1]
+		}
+		return len(old)
+	}
+	type region struct {
+		first, last int // old lines, inclusive
+		edits       []edit
+	}
+	edits = slices.Clone(edits)
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	var regions []*region
+	for _, e := range edits {
+		first := lineOf(e.start)
+		last := first
+		if e.end > e.start {
+			last = lineOf(e.end - 1)
+		}
+		if n := len(regions); n > 0 && first <= regions[n-1].last+2*diffContext+1 {
+			r := regions[n-1]
+			r.last = max(r.last, last)
+			r.edits = append(r.edits, e)
+			continue
+		}
+		regions = append(regions, &region{first: first, last: last, edits: []edit{e}})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- %s\n+++ %s\n", path, path)
+	delta := 0
+	nOld := len(starts)
+	if len(old) > 0 && old[len(old)-1] == '\n' {
+		nOld-- // the empty "line" after the final newline
+	}
+	for _, r := range regions {
+		lo, hi := starts[r.first], lineEnd(r.last)
+		shifted := make([]edit, len(r.edits))
+		for i, e := range r.edits {
+			shifted[i] = edit{start: e.start - lo, end: e.end - lo, text: e.text}
+		}
+		nt, err := applyEdits(old[lo:hi], shifted)
+		if err != nil {
+			continue
+		}
+		a, bl := splitLines(old[lo:hi]), splitLines(nt)
+		ctxBefore := max(0, r.first-diffContext)
+		ctxAfter := min(nOld-1, r.last+diffContext)
+		var body []string
+		oldCount, newCount := 0, 0
+		for l := ctxBefore; l < r.first; l++ {
+			body = append(body, " "+string(trimNL(old[starts[l]:lineEnd(l)])))
+			oldCount++
+			newCount++
+		}
+		for _, d := range lineDiff(a, bl) {
+			body = append(body, d)
+			switch d[0] {
+			case ' ':
+				oldCount++
+				newCount++
+			case '-':
+				oldCount++
+			case '+':
+				newCount++
+			}
+		}
+		for l := r.last + 1; l <= ctxAfter; l++ {
+			body = append(body, " "+string(trimNL(old[starts[l]:lineEnd(l)])))
+			oldCount++
+			newCount++
+		}
+		fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", ctxBefore+1, oldCount, ctxBefore+1+delta, newCount)
+		for _, line := range body {
+			b.WriteString(mask(line, masks) + "\n")
+		}
+		delta += len(bl) - len(a)
+	}
+	return b.String()
+}
+
+func mask(line string, masks []string) string {
+	for _, m := range masks {
+		if len(m) >= 4 {
+			line = strings.ReplaceAll(line, m, "********")
+		}
+	}
+	return line
+}
+
+// lineStarts returns the offset of each line's first byte.
+func lineStarts(data []byte) []int {
+	starts := []int{0}
+	for i, c := range data {
+		if c == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+func trimNL(b []byte) []byte {
+	return bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+}
+
+func splitLines(b []byte) []string {
+	if len(b) == 0 {
+		return nil
+	}
+	parts := strings.SplitAfter(string(b), "\n")
+	if parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	for i, p := range parts {
+		parts[i] = strings.TrimSuffix(strings.TrimSuffix(p, "\n"), "\r")
+	}
+	return parts
+}
+
+// lineDiff returns a's lines turned into b's as diff lines (" ", "-", "+"),
+// by their longest common subsequence.
+func lineDiff(a, b []string) []string {
+	var out []string
+	if len(a)*len(b) > 1<<20 {
+		for _, l := range a {
+			out = append(out, "-"+l)
+		}
+		for _, l := range b {
+			out = append(out, "+"+l)
+		}
+		return out
+	}
+	lcs := make([][]int32, len(a)+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			out = append(out, " "+a[i])
+			i++
+			j++
+		case j == len(b) || i < len(a) && lcs[i+1][j] >= lcs[i][j+1]:
+			out = append(out, "-"+a[i])
+			i++
+		default:
+			out = append(out, "+"+b[j])
+			j++
+		}
+	}
+	return out
+}

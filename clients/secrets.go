@@ -1,0 +1,155 @@
+package clients
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// secretWords are the parts of a variable or header name that mark its value
+// as a secret: GITHUB_PERSONAL_ACCESS_TOKEN, OPENAI_API_KEY, X-Api-Key,
+// Authorization, DB_PASSWORD, GITLAB_PAT, ...
+var secretWords = []string{"TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "AUTH", "COOKIE", "SESSION", "PRIVATE"}
+
+// secretParts are name parts that mark a secret only as a whole word: PAT
+// is a token, PATH is not.
+var secretParts = []string{"PAT", "PW"}
+
+// notSecretNames end in a secret word but name something else.
+var notSecretNames = []string{"KEY_ID", "KEYID", "PUBLIC_KEY", "PUBKEY", "TOKENIZER", "MAX_TOKENS", "TOKEN_LIMIT",
+	"AUTH_URL", "AUTH_TYPE", "AUTH_METHOD", "AUTH_MODE", "AUTH_PROVIDER"}
+
+// notSecretSuffixes end names of settings that point at a secret rather
+// than hold it: KEY_PATH, CREDENTIALS_FILE, ...
+var notSecretSuffixes = []string{"PATH", "FILE", "DIR", "URL", "URI", "ENDPOINT", "HOST", "PORT", "TIMEOUT", "REGION"}
+
+// tokenPrefixes start values that are credentials whatever their name.
+var tokenPrefixes = []string{
+	"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", // GitHub
+	"glpat-", "gldt-", "glptt-", // GitLab
+	"sk-", "sk_live_", "sk_test_", "rk_live_", "rk_test_", // OpenAI, Anthropic, Stripe
+	"xoxb-", "xoxp-", "xoxa-", "xoxs-", "xoxe-", "xapp-", // Slack
+	"AIza",                 // Google API keys
+	"npm_", "hf_", "pypi-", // package registries, Hugging Face
+	"ntn_", "secret_", // Notion
+	"lin_api_", "shpat_", // Linear, Shopify
+	"dop_v1_", "figd_", "SG.", // DigitalOcean, Figma, SendGrid
+}
+
+var (
+	jwtRE       = regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}$`)
+	awsKeyRE    = regexp.MustCompile(`^(AKIA|ASIA)[A-Z0-9]{16}$`)
+	airtablePAT = regexp.MustCompile(`^pat[A-Za-z0-9]{14}\.[0-9a-f]{64}$`)
+)
+
+// looksSecret reports whether the value of variable or header name should
+// live in the keychain. marked are the names the user said are secrets.
+func looksSecret(name, value string, marked []string) bool {
+	for _, m := range marked {
+		if strings.EqualFold(m, name) {
+			return true
+		}
+	}
+	if value == "" {
+		return false
+	}
+	if secretValue(value) {
+		return true
+	}
+	if !secretName(name) {
+		return false
+	}
+	// A short or boolean-like value under a secret-looking name is a
+	// setting (DISABLE_AUTH=1), not a credential; and a secret that short
+	// could not be told apart in what a server sends back.
+	v := strings.ToLower(strings.TrimSpace(value))
+	switch v {
+	case "true", "false", "yes", "no", "on", "off", "none", "null", "0", "1":
+		return false
+	}
+	// A path names where a secret is, not the secret.
+	if strings.HasPrefix(v, "/") && strings.Count(v, "/") >= 2 || strings.HasPrefix(v, "~/") || len(v) > 2 && v[1] == ':' && (v[2] == '\\' || v[2] == '/') {
+		return false
+	}
+	return len(value) >= 6
+}
+
+func secretName(name string) bool {
+	n := strings.ToUpper(name)
+	for _, ns := range notSecretNames {
+		if n == ns || strings.HasSuffix(n, "_"+ns) || strings.HasSuffix(n, "-"+ns) {
+			return false
+		}
+	}
+	for _, suf := range notSecretSuffixes {
+		if strings.HasSuffix(n, suf) {
+			return false
+		}
+	}
+	parts := strings.FieldsFunc(n, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') })
+	for _, p := range parts {
+		for _, w := range secretParts {
+			if p == w {
+				return true
+			}
+		}
+		for _, w := range secretWords {
+			if strings.Contains(p, w) && !(w == "KEY" && (p == "KEYBOARD" || p == "KEYSPACE" || p == "MONKEY")) &&
+				!(w == "AUTH" && (p == "AUTHOR" || p == "AUTHORS")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// secretValue reports whether value has the shape of a known credential.
+func secretValue(value string) bool {
+	v := strings.TrimSpace(value)
+	if after, ok := strings.CutPrefix(v, "Bearer "); ok && len(after) >= 8 {
+		return true
+	}
+	if after, ok := strings.CutPrefix(v, "Basic "); ok && len(after) >= 8 {
+		return true
+	}
+	for _, p := range tokenPrefixes {
+		if strings.HasPrefix(v, p) && len(v) >= len(p)+8 && !strings.ContainsAny(v[len(p):], " \t\n/") {
+			return true
+		}
+	}
+	return jwtRE.MatchString(v) || awsKeyRE.MatchString(v) || airtablePAT.MatchString(v)
+}
+
+// argSecret reports whether a command-line argument holds what looks like a
+// credential: Gatehouse keeps secrets only in environment variables
+// and headers, which the keychain supplies when the server starts.
+func argSecret(a string) bool {
+	if secretValue(a) {
+		return true
+	}
+	// --token=..., API_KEY=...
+	if k, v, ok := strings.Cut(a, "="); ok {
+		return looksSecret(strings.TrimLeft(k, "-"), v, nil)
+	}
+	return false
+}
+
+// urlSecret reports whether a URL carries a credential: a password, or a
+// query parameter that looks like one.
+func urlSecret(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	if _, ok := u.User.Password(); ok {
+		return true
+	}
+	for k, vs := range u.Query() {
+		for _, v := range vs {
+			if looksSecret(k, v, nil) {
+				return true
+			}
+		}
+	}
+	return false
+}
