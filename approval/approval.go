@@ -109,14 +109,21 @@
 // user (root included). That holds even if the folder's permissions are
 // loosened later.
 //
-// What this does not do: it does not tell programs of the same user apart.
-// Any process running as the user can ask (asking cannot approve anything),
-// and any such process could put its own listener at the socket's path and
-// answer in the approver's place; credentials are those of the process that connected,
-// even if it has since handed the connection on. That is Gatehouse's claim
-// boundary: code running as the user, with a shell, is not contained. On
-// macOS and the BSDs there is no peer check yet, only the folder's
-// permissions.
+// On Linux, Ask also checks the approver's program: the process listening
+// on the socket (its pid as the kernel recorded it, and /proc/<pid>/exe)
+// must run the asking program itself, or gatehouse or gatehouse-app from the
+// same folder. Another program that took the socket's path (a script, a
+// copy of gatehouse elsewhere) is refused, and the call is denied as if no
+// approver ran.
+//
+// What this does not do: it does not contain code running as the user. Any
+// process of the user can ask (asking cannot approve anything); one that can
+// write to the folder the Gatehouse programs are installed in, or drive the
+// real app's window, or attach a debugger to it, can still answer in a
+// person's place; credentials are those of the process that connected, even
+// if it has since handed the connection on. That is Gatehouse's claim
+// boundary. On macOS and the BSDs there is no peer check yet, only the
+// folder's permissions.
 //
 // On Windows, the standard library has no named pipes, so the socket is a
 // Unix domain socket too (Windows 10 1803 and later), protected only by the

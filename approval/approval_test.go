@@ -989,3 +989,25 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// The approver check, on made-up paths.
+func TestApproverProgram(t *testing.T) {
+	tests := []struct {
+		exe, self string
+		ok        bool
+	}{
+		{"/usr/bin/gatehouse-app", "/usr/bin/gatehouse", true},
+		{"/usr/bin/gatehouse", "/usr/bin/gatehouse", true},
+		{"/usr/bin/gatehouse-app (deleted)", "/usr/bin/gatehouse", true},
+		{"/tmp/x/app.test", "/tmp/x/app.test", true},
+		{"/home/me/.local/bin/gatehouse-app", "/usr/bin/gatehouse", false},
+		{"/usr/bin/python3", "/usr/bin/gatehouse", false},
+		{"/usr/bin/gatehouse-app-evil", "/usr/bin/gatehouse", false},
+		{`C:\Program Files\Gatehouse\gatehouse-app.exe`, `C:\Program Files\Gatehouse\gatehouse.exe`, filepath.Separator == '\\'},
+	}
+	for _, tt := range tests {
+		if err := approverProgram(tt.exe, tt.self); (err == nil) != tt.ok {
+			t.Errorf("approverProgram(%q, %q) = %v, want ok %v", tt.exe, tt.self, err, tt.ok)
+		}
+	}
+}

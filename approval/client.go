@@ -63,6 +63,9 @@ func Ask(ctx context.Context, socketPath string, req Request, wait time.Duration
 	if err := checkPeer(nc); err != nil {
 		return Decision{}, fmt.Errorf("%w (the approver's socket: %v)", ErrNoApprover, err)
 	}
+	if err := checkApprover(nc); err != nil {
+		return Decision{}, fmt.Errorf("%w (refused: %v)", ErrNoApprover, err)
+	}
 	// A cancelled ctx closes the connection without a detach: the approver
 	// withdraws the request.
 	stop := context.AfterFunc(ctx, func() { nc.Close() })

@@ -3,6 +3,8 @@ package approval
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 )
 
 // errLocked is lockFile's answer while another process holds the lock.
@@ -15,4 +17,22 @@ func sameUser(peer, self int) error {
 		return fmt.Errorf("the other end runs as uid %d, not as uid %d", peer, self)
 	}
 	return nil
+}
+
+// approverProgram is the approver check: exe, the approver's program, must
+// be self, or gatehouse or gatehouse-app in self's folder. A program that was
+// replaced on disk while it ran (an upgrade) counts as the path it had.
+func approverProgram(exe, self string) error {
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	self = strings.TrimSuffix(self, " (deleted)")
+	if exe == self {
+		return nil
+	}
+	if filepath.Dir(exe) == filepath.Dir(self) {
+		switch strings.TrimSuffix(filepath.Base(exe), ".exe") {
+		case "gatehouse", "gatehouse-app":
+			return nil
+		}
+	}
+	return fmt.Errorf("the approver is %s, not a Gatehouse program beside %s", exe, self)
 }

@@ -333,6 +333,7 @@ func (g *Gate) approve(ctx context.Context, c *gateway.Call, capability string, 
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, approval.ErrNoApprover):
+		g.log.Warn("no approver answered; the call is denied", slog.String("capability", capability), slog.Any("err", err))
 		d.verdict = policy.Deny
 		d.why = fmt.Sprintf("Gatehouse needs a person to approve %s (rule %s), and no approver is running, so the call was denied and did not run. "+
 			"Open the Gatehouse app, or run `gatehouse approvals` in a terminal, then call the tool again.", capability, d.rule)

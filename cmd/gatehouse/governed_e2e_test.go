@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -153,5 +154,50 @@ func TestFilesystemGovernedThroughInspector(t *testing.T) {
 	// write ran; nothing denied ran.
 	if fmt.Sprint(outcomes) != "map[read_text_file:[SUCCEEDED FAILED] write_file:[SUCCEEDED]]" {
 		t.Errorf("outcomes = %v, want the two reads and the write, and nothing denied", outcomes)
+	}
+}
+
+// An approver that is not a Gatehouse program beside the proxy (here, a copy
+// of gatehouse in another folder) is not asked: its "allow" cannot run a
+// call.
+func TestImpostorApproverIsRefused(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the approver's program is checked on Linux only")
+	}
+	nm := npmPeers(t)
+	home := t.TempDir()
+	os.Chmod(home, 0o700)
+	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	impostor := filepath.Join(t.TempDir(), "gatehouse")
+	data, err := os.ReadFile(gatehouseBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(impostor, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	approver := exec.Command(impostor, "--home", home, "approvals", "--auto", "once")
+	var out syncBuffer
+	approver.Stdout, approver.Stderr = &out, &out
+	if err := approver.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { approver.Process.Signal(os.Interrupt); approver.Wait() })
+	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(home, "approvals.sock")); return err == nil }, "the impostor to listen")
+
+	p := startRawProxy(t, home, "everything")
+	p.send(t, initializeLine)
+	p.recv(t)
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	p.recvAnswer(t, 1)
+	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`)
+	res, _ := p.recvAnswer(t, 2)["result"].(map[string]any)
+	if res["isError"] != true || strings.Contains(fmt.Sprint(res["content"]), "Echo: hi") {
+		t.Errorf("a call approved by an impostor = %v, want it denied", res)
+	}
+	waitFor(t, func() bool { return strings.Contains(p.stderr.String(), "not a Gatehouse program beside") }, "the proxy's log to say why")
+	if strings.Contains(out.String(), "echo") {
+		t.Errorf("the impostor was shown the request:\n%s", out.String())
 	}
 }
