@@ -237,6 +237,16 @@ build_macos() {
 	cp -R "$work/macos/Gatehouse.app" "$staging/"
 	ln -s /Applications "$staging/Applications"
 	hdiutil create -volname "Gatehouse $version" -srcfolder "$staging" -fs HFS+ -format UDZO -ov "$dmg" >/dev/null
+	if [ -n "${GATEHOUSE_CODESIGN_IDENTITY:-}" ]; then
+		codesign --force --timestamp --sign "$GATEHOUSE_CODESIGN_IDENTITY" "$dmg"
+	fi
+	# Notarization: a keychain profile made once with
+	# `xcrun notarytool store-credentials NAME`.
+	if [ -n "${GATEHOUSE_NOTARY_PROFILE:-}" ]; then
+		say "macos: notarize"
+		xcrun notarytool submit "$dmg" --keychain-profile "$GATEHOUSE_NOTARY_PROFILE" --wait
+		xcrun stapler staple "$dmg"
+	fi
 	artifact "$dmg"
 }
 

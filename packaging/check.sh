@@ -375,12 +375,29 @@ check_windows() {
 	wineserver -k
 }
 
+# --- macOS (the recipe; the bundle is built on macOS) ------------------------
+
+check_macos_recipe() {
+	say "macos: the recipe (Gatehouse.app is built on macOS)"
+	check "bash -n packaging/macos/build-app.sh" bash -n packaging/macos/build-app.sh
+	local id plist
+	id=$(sed -n 's/^[[:space:]]*ID[[:space:]]*=[[:space:]]*"\(.*\)"[[:space:]]*$/\1/p' FyneApp.toml | head -n1)
+	plist=$(sed -e "s|@APP_ID@|$id|" -e "s|@SHORT_VERSION@|${version%%[~+]*}|" -e "s|@BUILD@|1|" -e "s|@VERSION@|$version|" packaging/macos/Info.plist.in)
+	check "Info.plist: CFBundleIdentifier is FyneApp.toml's ID ($id)" grep -qF "<string>$id</string>" <<<"$plist"
+	check "Info.plist: no field left unfilled" bash -c '! grep -qE "@[A-Z_]+@"' <<<"$plist"
+	if command -v xmllint >/dev/null 2>&1; then
+		check "Info.plist: well-formed XML" xmllint --noout - <<<"$plist"
+	fi
+	check "assets/icon.icns is an ICNS file" test "$(head -c 4 assets/icon.icns)" = icns
+}
+
 for t in "${targets[@]}"; do
 	case "$t" in
 	linux)
 		check_deb
 		check_rpm
 		check_tgz
+		check_macos_recipe
 		;;
 	windows) check_windows ;;
 	*) die "unknown target $t" "targets: linux windows" ;;

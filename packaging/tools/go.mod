@@ -1,8 +1,8 @@
 // The tools that build Gatehouse's packages, kept out of the product's own
 // module so that their dependencies (git, SSH, OpenPGP libraries) never enter
 // the product's module graph, its `go mod download`, or its vulnerability
-// reports. Run them from the repository root with
-// `go tool -modfile=packaging/tools/go.mod NAME`.
+// reports. Run them from this folder: `go tool nfpm ...` (packaging/build.sh
+// does).
 module github.com/gatehouse-dev/gatehouse/packaging/tools
 
 go 1.26.8
