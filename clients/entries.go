@@ -51,12 +51,21 @@ type kept struct {
 	span [2]int // JSON: the value; TOML: the whole key/value line(s), without the newline
 }
 
+// target is the entry's command line or URL for people to read, with
+// anything that looks like a credential masked.
 func (s *source) target() string {
 	if s.transport == "http" || s.url != "" {
-		return s.url
+		return maskURL(s.url)
 	}
 	parts := []string{quoteArg(s.command)}
 	for _, a := range s.args {
+		if argSecret(a) {
+			if k, _, ok := strings.Cut(a, "="); ok {
+				a = k + "=********"
+			} else {
+				a = "********"
+			}
+		}
 		parts = append(parts, quoteArg(a))
 	}
 	return strings.Join(parts, " ")
@@ -67,6 +76,23 @@ func quoteArg(a string) string {
 		return a
 	}
 	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+}
+
+// checkSecrets marks an entry that holds a secret where the keychain cannot
+// supply it: in its command line, or in its URL.
+func (s *source) checkSecrets() *source {
+	if s.state != "" || s.byHand != "" {
+		return s
+	}
+	for i, a := range s.args {
+		if argSecret(a) {
+			return s.unsupported("argument %d looks like a secret; Gatehouse keeps secrets in environment variables, which the keychain supplies: move it to the entry's env and govern again", i+1)
+		}
+	}
+	if s.url != "" && urlSecret(s.url) {
+		return s.unsupported("its URL holds a credential (a password, or a key in the query); Gatehouse keeps secrets in headers, which the keychain supplies")
+	}
+	return s
 }
 
 func (s *source) unsupported(format string, args ...any) *source {
@@ -213,7 +239,7 @@ func (p *parsed) jsonEntries(prefix []string) ([]*source, error) {
 			setFile(err, p.path)
 			return nil, err
 		}
-		out = append(out, p.jsonEntry(m, append(slices.Clone(prefix), m.key)))
+		out = append(out, p.jsonEntry(m, append(slices.Clone(prefix), m.key)).checkSecrets())
 	}
 	return out, nil
 }
@@ -482,7 +508,7 @@ func (p *parsed) tomlEntries() []*source {
 			out = append(out, s)
 			continue
 		}
-		out = append(out, p.tomlEntry(name, groups[name].tables))
+		out = append(out, p.tomlEntry(name, groups[name].tables).checkSecrets())
 	}
 	return out
 }
@@ -515,8 +541,12 @@ func (p *parsed) tomlEntry(name string, idx []int) *source {
 	vals := map[string]*tomlValue{}
 	var envOrder, headerOrder []string
 	var main *tomlTable
+	var twice string
 	add := func(key []string, v *tomlValue) {
 		k := strings.Join(key, "\x00")
+		if vals[k] != nil {
+			twice = strings.Join(key, ".")
+		}
 		vals[k] = v
 		if len(key) == 2 && key[0] == "env" {
 			envOrder = append(envOrder, key[1])
@@ -561,6 +591,9 @@ func (p *parsed) tomlEntry(name string, idx []int) *source {
 	}
 	if main == nil {
 		return s.unsupported("it has no [%s.%s] table of its own", sp.top, tomlKey(name))
+	}
+	if twice != "" {
+		return s.unsupported("%s is set twice", twice)
 	}
 	str := func(key string) (string, bool, error) {
 		v := vals[key]

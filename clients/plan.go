@@ -273,12 +273,6 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 	var keepEnv []kv
 	switch src.transport {
 	case "stdio":
-		for i, a := range src.args {
-			if argSecret(a) {
-				res.Skipped = fmt.Sprintf("argument %d looks like a secret; Gatehouse keeps secrets in environment variables, which the keychain supplies: move it to \"env\" and govern again", i+1)
-				return nil, nil
-			}
-		}
 		path := e.Path
 		for _, v := range src.env {
 			if strings.EqualFold(v.k, "PATH") && !sp.expands(v.v) {
@@ -341,10 +335,6 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 			}
 		}
 	case "http":
-		if urlSecret(src.url) {
-			res.Skipped = "its URL holds a credential (a password or a key in the query); Gatehouse keeps secrets in headers, which the keychain supplies"
-			return nil, nil
-		}
 		c.srv.URL = src.url
 		c.srv.Headers = map[string]string{}
 		for _, h := range src.headers {

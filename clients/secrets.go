@@ -153,3 +153,28 @@ func urlSecret(raw string) bool {
 	}
 	return false
 }
+
+// maskURL returns raw with its password and secret-looking query values
+// masked.
+func maskURL(raw string) string {
+	if !urlSecret(raw) {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	q := u.Query()
+	for k, vs := range q {
+		for i, v := range vs {
+			if looksSecret(k, v, nil) {
+				vs[i] = "xxxxx"
+			}
+		}
+	}
+	u.RawQuery = q.Encode()
+	return strings.ReplaceAll(u.String(), "xxxxx", "********")
+}

@@ -1,0 +1,169 @@
+package clients
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/BurntSushi/toml"
+)
+
+func addFixtures(f *testing.F, ext string) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*"+ext))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+}
+
+// The JSON scanner agrees with encoding/json on what strict JSON is and
+// what it means, and every span it records holds the value it says.
+func FuzzJSONC(f *testing.F) {
+	addFixtures(f, ".json")
+	f.Add([]byte(`{"a": [1, 2.5e3, -0, true, false, null, "\u00e9\ud83d\ude00\n"], "b": {}}`))
+	f.Add([]byte("{\"a\": 1, // c\n /* d */ \"b\": [1,],}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		strict, serr := parseJSON(data, false)
+		if !bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+			if valid := json.Valid(data); valid != (serr == nil) {
+				t.Fatalf("strict parse error %v, encoding/json valid %v", serr, valid)
+			}
+		}
+		loose, lerr := parseJSON(data, true)
+		if serr == nil && lerr != nil {
+			t.Fatalf("JSONC refuses what strict JSON accepts: %v", lerr)
+		}
+		for _, err := range []error{serr, lerr} {
+			if se, ok := err.(*SyntaxError); ok {
+				if se.Line < 1 || se.Column < 1 || se.Offset < 0 || se.Offset > len(data) {
+					t.Fatalf("error position %+v", se)
+				}
+			}
+		}
+		if serr == nil && utf8.Valid(data) {
+			var want any
+			if err := json.Unmarshal(data, &want); err != nil {
+				t.Fatal(err)
+			}
+			if got := strict.plain(data); !reflect.DeepEqual(got, want) {
+				t.Fatalf("plain() = %v, encoding/json = %v", got, want)
+			}
+		}
+		if lerr == nil {
+			checkSpans(t, data, loose)
+		}
+	})
+}
+
+// checkSpans: each value's bytes parse alone to the same value, and each
+// key's bytes to its name.
+func checkSpans(t *testing.T, data []byte, n *jnode) {
+	t.Helper()
+	if n.start < 0 || n.end > len(data) || n.start >= n.end {
+		t.Fatalf("span [%d, %d) of %d bytes", n.start, n.end, len(data))
+	}
+	alone, err := parseJSON(data[n.start:n.end], true)
+	if err != nil {
+		t.Fatalf("span %q does not parse alone: %v", data[n.start:n.end], err)
+	}
+	if !reflect.DeepEqual(alone.plain(data[n.start:n.end]), n.plain(data)) {
+		t.Fatalf("span %q means something else alone", data[n.start:n.end])
+	}
+	for _, m := range n.members {
+		k, err := parseJSON(data[m.keyStart:m.keyEnd], false)
+		if err != nil || k.kind != jsonString || k.str != m.key {
+			t.Fatalf("key span %q is not %q", data[m.keyStart:m.keyEnd], m.key)
+		}
+		checkSpans(t, data, m.val)
+	}
+	for _, e := range n.elems {
+		checkSpans(t, data, e)
+	}
+}
+
+// The TOML scanner finds every table and key of what the TOML parser
+// accepts, with the same string values, and each [mcp_servers.NAME]
+// entry's bytes decode alone to that entry.
+func FuzzTOMLTables(f *testing.F) {
+	addFixtures(f, ".toml")
+	f.Add([]byte("a = 1\n[mcp_servers.x]\ncommand = \"c\"\nargs = [\n 'a', # c\n \"\"\"b\nc\"\"\",\n]\n[mcp_servers.x.env]\nK = '''v'''\n"))
+	f.Add([]byte("[mcp_servers.\"a b\"]\nurl = \"u\"\nhttp_headers = { \"X-Key\" = \"\\u00e9\\t\" }\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want map[string]any
+		_, terr := toml.Decode(string(data), &want)
+		doc, err := scanTOML(data)
+		if terr != nil {
+			return // only valid files are scanned for real; it must not panic on the rest
+		}
+		if err != nil {
+			t.Fatalf("the TOML parser accepts it, the scanner does not: %v", err)
+		}
+		for _, tb := range doc.tables {
+			if tb.array || tb.start > tb.headerEnd || tb.headerEnd > tb.end || tb.end > len(data) {
+				continue
+			}
+			table, ok := lookupTOML(want, tb.path)
+			if !ok {
+				continue // under an array of tables
+			}
+			count := map[string]int{}
+			for _, kv := range tb.kvs {
+				count[strings.Join(kv.key, "\x00")]++
+			}
+			for _, kv := range tb.kvs {
+				if kv.val.kind != tomlString || count[strings.Join(kv.key, "\x00")] > 1 {
+					continue // a key given twice is not TOML, whatever a parser makes of it
+				}
+				got, ok := lookupTOML(table, kv.key)
+				if !ok {
+					t.Fatalf("key %v of table %v not found in %v", kv.key, tb.path, table)
+				}
+				if got != kv.val.str {
+					t.Fatalf("%v.%v = %q, the TOML parser says %q", tb.path, kv.key, kv.val.str, got)
+				}
+				if kv.start > kv.val.start || kv.val.end > kv.end {
+					t.Fatalf("value span outside its line")
+				}
+			}
+		}
+		p := &parsed{spec: specs[Codex], data: data, toml: doc}
+		servers, _ := want["mcp_servers"].(map[string]any)
+		for _, s := range p.tomlEntries() {
+			if s.state != "" {
+				continue
+			}
+			var alone map[string]any
+			if _, err := toml.Decode(string(data[s.span[0]:s.span[1]]), &alone); err != nil {
+				t.Fatalf("entry %s's bytes %q do not decode alone: %v", s.name, data[s.span[0]:s.span[1]], err)
+			}
+			got, _ := lookupTOML(alone, []string{"mcp_servers", s.name})
+			if !reflect.DeepEqual(got, servers[s.name]) {
+				t.Fatalf("entry %s alone = %v, in the file = %v", s.name, got, servers[s.name])
+			}
+			if !bytes.HasPrefix(bytes.TrimLeft(data[s.span[0]:s.span[1]], " \t\xef\xbb\xbf"), []byte("[")) {
+				t.Fatalf("entry %s does not start at its header", s.name)
+			}
+		}
+	})
+}
+
+func lookupTOML(v any, path []string) (any, bool) {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
