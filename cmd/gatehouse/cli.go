@@ -44,7 +44,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
-		proxyCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, versionCmd,
+		proxyCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysExportCmd,
 		secretSetCmd, secretRmCmd, secretLsCmd,
 		approvalsCmd, pauseCmd, resumeCmd,

@@ -42,6 +42,8 @@
 //	                            it was never sent, then answers its own call
 //	chatter {count}             sends count log notifications, then answers
 //	slow {ms}                   answers after ms milliseconds
+//	noise {}                    writes lines that are not JSON-RPC to
+//	                            stdout, then answers
 //
 // Options.Descriptions names a JSON file of {"tool": "description"} read at
 // every tools/list: a test changes a tool's definition between two lists by
@@ -161,6 +163,7 @@ var tools = []tool{
 	{"forge", "Answer another request first, then this one.", `{"type":"object","properties":{"id":{}},"required":["id"]}`, false},
 	{"chatter", "Send log notifications, then answer.", `{"type":"object","properties":{"count":{"type":"integer"}}}`, false},
 	{"slow", "Answer after a delay in milliseconds.", `{"type":"object","properties":{"ms":{"type":"integer"}}}`, false},
+	{"noise", "Write lines that are not JSON-RPC to stdout, then answer.", `{"type":"object"}`, false},
 }
 
 // server is one running session.
@@ -507,6 +510,11 @@ func (s *server) call(ctx context.Context, req request) json.RawMessage {
 			return nil
 		}
 		return textResult(req.ID, "slept")
+	case "noise":
+		s.sendLine([]byte("debug: connected to the database"))
+		s.sendLine([]byte("\x1b[31mERROR\x1b[0m something happened"))
+		s.sendLine([]byte(`{"not":"json-rpc"}`))
+		return textResult(req.ID, "made noise")
 	}
 	return errorJSON(req.ID, -32602, "unknown tool: "+name)
 }
@@ -597,7 +605,9 @@ func (s *server) reveal(id json.RawMessage, name, how string, progress json.RawM
 	return errorJSON(id, -32602, "unknown form "+how+"; one of "+strings.Join(Reveals, ", "))
 }
 
-func (s *server) send(msg json.RawMessage) {
+func (s *server) send(msg json.RawMessage) { s.sendLine(msg) }
+
+func (s *server) sendLine(msg []byte) {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
 	s.out.Write(msg)
