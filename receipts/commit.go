@@ -10,17 +10,19 @@ import (
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 )
 
-// outcomeDelay is how long an append that is not urgent (an outcome) waits
-// for company before it is committed on its own. Receipts are urgent: a
-// call waits for its receipt; nothing waits for an outcome but the record.
+// outcomeDelay is how long an append that is not urgent (an outcome) may
+// wait before it is committed. Receipts are urgent: a call waits for its
+// receipt; nothing waits for an outcome but the record.
 const outcomeDelay = 10 * time.Millisecond
 
-// A committer writes the appends of one process in shared transactions:
-// whatever is queued when a transaction starts goes into it, each append
-// in its own savepoint, and one commit (one fsync, with synchronous=FULL)
-// makes them all durable. A lone proxy thus pays one fsync per call (the
-// outcome of a call rides with the receipt of the next) instead of two, and
-// concurrent calls share commits.
+// A committer writes the appends of one process in shared transactions,
+// each append in its own savepoint, one commit (one fsync, with
+// synchronous=FULL) making a batch durable. Receipts go at once, together
+// with whatever receipts and overdue outcomes are queued: concurrent calls
+// share commits. An outcome waits up to outcomeDelay and then goes, with
+// the receipts of that moment or with the outcomes queued since: so the
+// work of writing an outcome stays off the path of the calls that follow
+// it, and a busy proxy still pays about one commit per call.
 type committer struct {
 	l *Log
 
@@ -33,6 +35,7 @@ type committer struct {
 type job struct {
 	d      draft
 	urgent bool
+	due    time.Time // an outcome's latest commit time
 	done   chan struct{}
 	e      *entry.Entry
 	err    error
@@ -40,7 +43,7 @@ type job struct {
 
 // submit queues d and waits until it is committed (or failed).
 func (c *committer) submit(ctx context.Context, d draft, urgent bool) (*entry.Entry, error) {
-	j := &job{d: d, urgent: urgent, done: make(chan struct{})}
+	j := &job{d: d, urgent: urgent, done: make(chan struct{}), due: time.Now().Add(outcomeDelay)}
 	c.mu.Lock()
 	c.queue = append(c.queue, j)
 	if !c.running {
@@ -72,26 +75,44 @@ func (c *committer) run() {
 			c.mu.Unlock()
 			return
 		}
+		// The batch: every receipt, and every outcome that is due; or, when
+		// there are no receipts, the outcomes once the first is due.
+		now := time.Now()
+		var batch, rest []*job
 		urgent := false
+		first := c.queue[0].due
 		for _, j := range c.queue {
 			urgent = urgent || j.urgent
+			first = minTime(first, j.due)
 		}
-		c.mu.Unlock()
-		if !urgent {
-			// Only outcomes: give a receipt a moment to join them.
-			t := time.NewTimer(outcomeDelay)
+		for _, j := range c.queue {
+			if j.urgent || !now.Before(j.due) || (!urgent && !now.Before(first)) {
+				batch = append(batch, j)
+			} else {
+				rest = append(rest, j)
+			}
+		}
+		if len(batch) == 0 {
+			c.mu.Unlock()
+			t := time.NewTimer(first.Sub(now))
 			select {
 			case <-c.wake:
 			case <-t.C:
 			}
 			t.Stop()
+			continue
 		}
-		c.mu.Lock()
-		batch := c.queue
-		c.queue = nil
+		c.queue = rest
 		c.mu.Unlock()
 		c.commit(batch)
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // commit writes batch in one transaction, each job in a savepoint so that
