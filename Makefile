@@ -59,12 +59,13 @@ define heading
 endef
 
 .PHONY: help run build test lint vet staticcheck test-unit test-race build-check \
-	bench fuzz deps clean distclean go-check deps-run deps-test
+	bench fuzz deps clean distclean go-check deps-run deps-test \
+	package package-check deps-package
 
 help: ## list the targets
 	@echo 'Gatehouse: make run runs the app, make test runs every test.'
 	@echo
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 	@echo
 	@echo 'Variables: PKG=./store/... RUN=TestName (test-unit), GOTESTFLAGS=-count=1,'
 	@echo '           FUZZTIME=30s (fuzz), ARGS=... (run). GOFLAGS always has -tags=gles.'
@@ -81,6 +82,10 @@ deps-run:
 deps-test:
 	$(call heading,deps: scripts/deps.sh test)
 	@bash scripts/deps.sh test
+
+deps-package:
+	$(call heading,deps: scripts/deps.sh package)
+	@bash scripts/deps.sh package
 
 deps: deps-test ## check/install everything make run and make test need
 
@@ -121,6 +126,14 @@ test-race: go-check ## go test -race -short on the core packages (all but the GU
 build-check: build ## the builds make test checks: both binaries, and the CLI without cgo
 	$(call heading,build: CGO_ENABLED=0 go build ./cmd/gatehouse)
 	CGO_ENABLED=0 go build -o /dev/null ./cmd/gatehouse
+
+package: deps-package go-check ## build the desktop packages into dist/, with SHA-256 sums (docs/packaging.md)
+	$(call heading,package: packaging/build.sh (Linux: .deb .rpm .tar.gz; Windows: .zip, installer; macOS: .dmg))
+	bash packaging/build.sh
+
+package-check: package ## make package, then install and run each package: a clean Debian root (as root), Wine
+	$(call heading,package-check: packaging/check.sh)
+	bash packaging/check.sh
 
 bench: deps-test build ## bin/gatehouse bench, then the Go benchmarks of the proxy, the gate and the evidence log
 	$(call heading,bench: bin/gatehouse bench)

@@ -404,5 +404,5 @@ for t in "${targets[@]}"; do
 	esac
 done
 
-printf '\npackage check: %d passed, %d failed\n' "$passed" "$failed"
+printf '\npackaging: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" = 0 ]

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# deps.sh run|test
+# deps.sh run|test|package
 #
-# Checks what `make run` (run) or `make test` (test) needs. On Debian/Ubuntu,
+# Checks what `make run` (run), `make test` (test) or `make package` and
+# `make package-check` (package) need. On Debian/Ubuntu,
 # as root, it installs the missing packages with apt-get; as any other user it
 # prints what is missing and the command that installs it, and exits 1.
 # Then it downloads the Go modules and, for test, installs the pinned npm test
-# peers in testdata/npm. Quick when everything is present.
+# peers in testdata/npm; for package, the packaging tools' Go modules.
+# Quick when everything is present.
 #
 # On macOS and Windows it checks the few tools it can and says what to install.
 
@@ -14,9 +16,9 @@ cd "$(dirname "$0")/.."
 
 mode=${1:-}
 case "$mode" in
-run | test) ;;
+run | test | package) ;;
 *)
-	echo "usage: scripts/deps.sh run|test" >&2
+	echo "usage: scripts/deps.sh run|test|package" >&2
 	exit 2
 	;;
 esac
@@ -30,6 +32,12 @@ RUN_PKGS=(gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev lib
 # test: a virtual display and screenshots for the GUI tests, a private D-Bus
 # session with gnome-keyring for the keychain tests, tmux for terminal tests.
 TEST_PKGS=(xvfb xauth dbus dbus-x11 gnome-keyring libsecret-tools imagemagick xdotool tmux)
+# package: the Windows cross build (MinGW-w64, windres) and installer (NSIS),
+# zip, and what packaging/check.sh uses: a Debian root to install the .deb
+# into, rpm, desktop-file-validate, xmllint, and Wine to run the Windows
+# programs and installer.
+PACKAGE_PKGS=(binutils gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64 nsis zip unzip debootstrap rpm
+	desktop-file-utils libxml2-utils wine64)
 
 NODESOURCE_HINT="curl -fsSL https://deb.nodesource.com/setup_${NODE_MIN}.x | sudo -E bash - && sudo apt-get install -y nodejs"
 
@@ -142,6 +150,7 @@ apt_install() {
 debian_deps() {
 	local pkgs=("${RUN_PKGS[@]}")
 	[ "$mode" = test ] && pkgs+=("${TEST_PKGS[@]}")
+	[ "$mode" = package ] && pkgs+=("${PACKAGE_PKGS[@]}")
 
 	local missing=()
 	mapfile -t missing < <(missing_debs "${pkgs[@]}")
@@ -227,6 +236,7 @@ other_deps() {
 		say "not a Debian/Ubuntu system: install the equivalents of the Debian packages"
 		say "  run:  ${RUN_PKGS[*]}"
 		[ "$mode" = test ] && say "  test: ${TEST_PKGS[*]}"
+		[ "$mode" = package ] && say "  package: ${PACKAGE_PKGS[*]}"
 		local t missing=()
 		for t in gcc pkg-config; do command -v "$t" >/dev/null 2>&1 || missing+=("$t"); done
 		if [ "$mode" = test ]; then
@@ -265,6 +275,9 @@ if [ "$failed" != 0 ]; then
 fi
 
 go mod download
+if [ "$mode" = package ]; then
+	(cd packaging/tools && go mod download)
+fi
 
 # npm_install DIR: installs exactly what DIR/package-lock.json pins.
 npm_install() {
