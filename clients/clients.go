@@ -98,6 +98,9 @@ func ParseID(s string) (ID, error) {
 var (
 	// ErrUnknownClient is returned for a client id Gatehouse does not know.
 	ErrUnknownClient = errors.New("unknown client")
+	// ErrNoEntry is returned when a server entry named in a selection is
+	// not in the selected clients' files.
+	ErrNoEntry = errors.New("no such server entry")
 	// ErrNotInstalled is returned when a client named explicitly is not on
 	// this machine.
 	ErrNotInstalled = errors.New("not installed")

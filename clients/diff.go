@@ -3,6 +3,7 @@ package clients
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -101,14 +102,41 @@ func unifiedDiff(path string, old, new []byte, edits []edit, masks []string) str
 	return b.String()
 }
 
+// mask hides in a diff line the values governing moves (masks) and
+// anything else that looks like a credential: a value under a secret-looking
+// name, a string with a token's shape.
 func mask(line string, masks []string) string {
 	for _, m := range masks {
 		if len(m) >= 4 {
 			line = strings.ReplaceAll(line, m, "********")
 		}
 	}
-	return line
+	line = pairRE.ReplaceAllStringFunc(line, func(pair string) string {
+		sub := pairRE.FindStringSubmatch(pair)
+		name := strings.Trim(sub[1], `"'`)
+		value := sub[2][1 : len(sub[2])-1]
+		if looksSecret(name, value, nil) {
+			return pair[:len(pair)-len(sub[2])] + sub[2][:1] + "********" + sub[2][:1]
+		}
+		return pair
+	})
+	return stringRE.ReplaceAllStringFunc(line, func(q string) string {
+		if argSecret(q[1:len(q)-1]) {
+			if k, _, ok := strings.Cut(q[1:len(q)-1], "="); ok {
+				return q[:1] + k + "=********" + q[:1]
+			}
+			return q[:1] + "********" + q[:1]
+		}
+		return q
+	})
 }
+
+var (
+	// "NAME": "value", NAME = "value", NAME = 'value'
+	pairRE = regexp.MustCompile(`("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.-]+)\s*[:=]\s*("(?:[^"\\]|\\.)*"|'[^']*')`)
+	// a quoted string
+	stringRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'`)
+)
 
 // lineStarts returns the offset of each line's first byte.
 func lineStarts(data []byte) []int {

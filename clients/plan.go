@@ -215,7 +215,7 @@ func (m *Manager) PlanGovern(ctx context.Context, sel Selection) (*Plan, error) 
 	}
 	for _, name := range sel.Servers {
 		if !found[name] {
-			return nil, fmt.Errorf("no server entry named %q in the selected clients' files", name)
+			return nil, fmt.Errorf("%w: %q is in none of the selected clients' files", ErrNoEntry, name)
 		}
 	}
 	// The edits of each file, checked, hashed and diffed.

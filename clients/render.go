@@ -115,14 +115,49 @@ func styleOf(data []byte, n *jnode, keyAt, keyEnd int) jsonStyle {
 		if !st.multiline && n.end-n.start > 2 {
 			st.pad = data[n.start+1] == ' '
 		}
+		found := false
 		for _, m := range n.members {
 			if m.val.kind == jsonArray && len(m.val.elems) > 0 {
 				st.arrays = bytes.IndexByte(data[m.val.start:m.val.end], '\n') >= 0
+				found = true
 				break
+			}
+		}
+		if !found {
+			// The entry has no list: lay one out as the file's first does.
+			if inline, ok := firstArray(data); ok {
+				st.arrays = st.multiline && !inline
 			}
 		}
 	}
 	return st
+}
+
+// firstArray reports whether the file's first non-empty array is on one
+// line.
+func firstArray(data []byte) (inline, found bool) {
+	root, err := parseJSON(data, true)
+	if err != nil {
+		return false, false
+	}
+	var walk func(n *jnode) (bool, bool)
+	walk = func(n *jnode) (bool, bool) {
+		if n.kind == jsonArray && len(n.elems) > 0 {
+			return bytes.IndexByte(data[n.start:n.end], '\n') < 0, true
+		}
+		for _, m := range n.members {
+			if in, ok := walk(m.val); ok {
+				return in, ok
+			}
+		}
+		for _, e := range n.elems {
+			if in, ok := walk(e); ok {
+				return in, ok
+			}
+		}
+		return false, false
+	}
+	return walk(root)
 }
 
 // fileUnit guesses a file's indentation unit from its first indented line.

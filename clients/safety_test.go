@@ -186,7 +186,7 @@ func TestMissingClient(t *testing.T) {
 	if err != nil || len(pl.Files) != 0 {
 		t.Errorf("PlanGovern(cursor without mcp.json) = %v, %v", pl, err)
 	}
-	if _, err := mc.m.PlanGovern(context.Background(), Selection{Servers: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := mc.m.PlanGovern(context.Background(), Selection{Servers: []string{"nope"}}); !errors.Is(err, ErrNoEntry) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("PlanGovern(--server nope): %v", err)
 	}
 }
@@ -623,6 +623,22 @@ func TestTargetMasksSecrets(t *testing.T) {
 	} {
 		if got := tc.s.target(); got != tc.want {
 			t.Errorf("target() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// A diff never shows a secret, moved or not.
+func TestDiffMasksSecrets(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ line, want string }{
+		{`      "args": ["-y", "some-mcp", "--api-key=sk-testNOTreal0123456789abcdef"]`, `      "args": ["-y", "some-mcp", "--api-key=********"]`},
+		{`        "SLACK_BOT_TOKEN": "not-shaped-like-a-token-123"`, `        "SLACK_BOT_TOKEN": "********"`},
+		{`GITHUB_PERSONAL_ACCESS_TOKEN = 'abcdef123456'`, `GITHUB_PERSONAL_ACCESS_TOKEN = '********'`},
+		{`  "DEBUG": "1", "model": "ghp_testTOKENnotREAL0000000000000000g7"`, `  "DEBUG": "1", "model": "********"`},
+		{`  "LOG_LEVEL": "debug"`, `  "LOG_LEVEL": "debug"`},
+	} {
+		if got := mask(tc.line, nil); got != tc.want {
+			t.Errorf("mask(%s) = %s, want %s", tc.line, got, tc.want)
 		}
 	}
 }

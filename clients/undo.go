@@ -62,7 +62,7 @@ func (m *Manager) PlanUndo(ctx context.Context, sel Selection) (*Plan, error) {
 	}
 	for _, name := range sel.Servers {
 		if !found[name] {
-			return nil, fmt.Errorf("no governed entry named %q in the selected clients", name)
+			return nil, fmt.Errorf("%w: no governed entry is called %q in the selected clients", ErrNoEntry, name)
 		}
 	}
 	slices.Sort(files)

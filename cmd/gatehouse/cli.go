@@ -48,6 +48,7 @@ func init() {
 		keysListCmd, keysRotateCmd, keysExportCmd,
 		secretSetCmd, secretRmCmd, secretLsCmd,
 		approvalsCmd, pauseCmd, resumeCmd,
+		clientsGovernCmd, clientsUndoCmd, clientsCmd,
 		exportCmd, verifyCmd,
 		// history show before history: lookup takes the first match.
 		historyShowCmd, historyCmd, eraseCmd,
