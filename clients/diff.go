@@ -121,7 +121,7 @@ func mask(line string, masks []string) string {
 		return pair
 	})
 	return stringRE.ReplaceAllStringFunc(line, func(q string) string {
-		if argSecret(q[1:len(q)-1]) {
+		if argSecret(q[1 : len(q)-1]) {
 			if k, _, ok := strings.Cut(q[1:len(q)-1], "="); ok {
 				return q[:1] + k + "=********" + q[:1]
 			}
