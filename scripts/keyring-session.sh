@@ -11,7 +11,9 @@
 #   - gnome-keyring-daemon --unlock --components=secrets creates and unlocks
 #     the "login" keyring there, with a password given on stdin;
 #   - CMD starts only once org.freedesktop.secrets has an owner on the bus;
-#   - GATEHOUSE_TEST_KEYRING=1 tells CMD that the keychain it sees is private.
+#   - GATEHOUSE_TEST_KEYRING=1 tells CMD that the keychain it sees is private;
+#   - the bus and the daemon run without DISPLAY, so that a locked keyring
+#     fails instead of prompting for its password (CMD keeps the display).
 # The daemon, the bus and the folder are removed when CMD ends; the exit code
 # is CMD's. SIGTERM and SIGHUP are passed on to CMD.
 #
@@ -94,7 +96,12 @@ if [ -z "${_GATEHOUSE_KEYRING_DIR:-}" ]; then
 		kill -"$1" "$pid" 2>/dev/null || true
 	}
 
-	_GATEHOUSE_KEYRING_DIR=$dir dbus-run-session -- bash "$0" "$@" <&0 &
+	# The bus, and the services it starts (the keyring's password prompter),
+	# get no display: a locked test keyring must fail, not put a password
+	# prompt on the developer's screen and wait. CMD gets the display back.
+	env -u DISPLAY -u WAYLAND_DISPLAY _GATEHOUSE_KEYRING_DIR="$dir" \
+		_GATEHOUSE_DISPLAY="${DISPLAY-}" _GATEHOUSE_WAYLAND_DISPLAY="${WAYLAND_DISPLAY-}" \
+		dbus-run-session -- bash "$0" "$@" <&0 &
 	session=$!
 	trap 'interrupted=1; forward TERM' TERM
 	trap 'interrupted=1; forward HUP' HUP
@@ -168,6 +175,9 @@ fi
 daemon_pid=$(bus_call GetConnectionUnixProcessID | awk '/uint32/ {print $2}')
 
 export GATEHOUSE_TEST_KEYRING=1
+if [ -n "${_GATEHOUSE_DISPLAY:-}" ]; then export DISPLAY=$_GATEHOUSE_DISPLAY; fi
+if [ -n "${_GATEHOUSE_WAYLAND_DISPLAY:-}" ]; then export WAYLAND_DISPLAY=$_GATEHOUSE_WAYLAND_DISPLAY; fi
+unset _GATEHOUSE_DISPLAY _GATEHOUSE_WAYLAND_DISPLAY
 
 # CMD runs as a child (not exec) so that the daemon can be stopped afterwards;
 # its stdin stays the caller's.
