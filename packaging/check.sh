@@ -22,7 +22,8 @@
 #   - the .zip holds both programs; both are PE32+ x86-64 programs (console
 #     and GUI) carrying their icon, manifest and version, and importing only
 #     DLLs every Windows has;
-#   - under Wine, when it is installed: gatehouse.exe version runs; the
+#   - under Wine, when it is installed: gatehouse.exe version and
+#     gatehouse-app.exe --version run, with no display; the
 #     installer installs silently (files, Start menu entry, autostart and
 #     uninstall registry values, PATH), the installed gatehouse.exe runs, and
 #     the uninstaller removes all of that again.
@@ -181,7 +182,8 @@ check_deb() {
 	local out
 	out=$(in_root gatehouse version 2>&1) || true
 	check "chroot: gatehouse version prints $version" test "$out" = "gatehouse $version"
-	check "chroot: gatehouse-app --version runs (every library it links is there)" in_root gatehouse-app --version
+	out=$(in_root gatehouse-app --version 2>/dev/null) || true
+	check "chroot: gatehouse-app --version prints $version (every library it links is there)" test "$out" = "gatehouse-app $version"
 	check "chroot: ldd gatehouse-app finds every library" bash -c "! chroot '$r' ldd /usr/bin/gatehouse-app | grep 'not found'"
 	if in_root gatehouse help 2>&1 | grep -qE '^  demo[[:space:]]'; then
 		check "chroot: gatehouse demo" in_root timeout 120 gatehouse demo </dev/null
@@ -344,6 +346,8 @@ check_windows() {
 	local out
 	out=$("$wine" "$top/gatehouse.exe" version 2>/dev/null | tr -d '\r') || true
 	check "wine: gatehouse.exe version prints $version (no display)" test "$out" = "gatehouse $version"
+	out=$(timeout 120 "$wine" "$top/gatehouse-app.exe" --version 2>/dev/null | tr -d '\r') || true
+	check "wine: gatehouse-app.exe --version prints $version (it loads: OpenGL and every DLL)" test "$out" = "gatehouse-app $version"
 
 	check "wine: the installer runs silently (/S)" "$wine" "$setup" /S
 	wineserver -w
