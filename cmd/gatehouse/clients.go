@@ -449,8 +449,11 @@ func printResults(c *cli, results []*clients.Result, verb string, dry bool) bool
 	if done == 0 && !failed {
 		fmt.Fprintf(c.stderr, "gatehouse: nothing to %s\n", verb)
 	}
-	if desktop {
+	switch {
+	case desktop && verb == "govern":
 		fmt.Fprintf(c.stderr, "hint: start Claude Desktop to load the change; 'gatehouse clients' then tells whether it kept it\n")
+	case desktop:
+		fmt.Fprintf(c.stderr, "hint: start Claude Desktop to load the change\n")
 	}
 	if done > 0 && verb == "govern" {
 		fmt.Fprintf(c.stderr, "hint: restart the clients (or reload their MCP servers); undo with: gatehouse clients undo\n")
