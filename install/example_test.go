@@ -13,9 +13,11 @@ import (
 // installed with the running program.
 func ExampleProxyPath() {
 	proxy, err := install.ProxyPath()
-	if errors.Is(err, install.ErrProxyNotFound) {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gatehouse:", err)
-		fmt.Fprintln(os.Stderr, "hint: install Gatehouse from its package, or build both programs with make build")
+		if errors.Is(err, install.ErrProxyNotFound) {
+			fmt.Fprintln(os.Stderr, "hint: install Gatehouse from its package, or build both programs with make build")
+		}
 		return
 	}
 	entry, _ := json.Marshal(map[string]any{"command": proxy, "args": []string{"proxy", "files"}})
