@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,14 +38,15 @@ type child struct {
 }
 
 // startChild starts c with its stderr copied to stderr (and its tail kept for
-// error messages). The child runs in its own process group so that stopping
-// it also stops what it started (npx starts node, uvx starts python).
-func startChild(c Command, stderr io.Writer) (*child, error) {
+// error messages), with the secrets redact knows removed from it. The child
+// runs in its own process group so that stopping it also stops what it
+// started (npx starts node, uvx starts python).
+func startChild(c Command, stderr io.Writer, redact *redactor) (*child, error) {
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Dir = c.Dir
 	setProcAttr(cmd)
-	tail := &tailWriter{w: stderr, max: 2048}
+	tail := &tailWriter{w: stderr, max: 2048, redact: redact}
 	cmd.Stderr = tail
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -72,6 +74,7 @@ func startChild(c Command, stderr io.Writer) (*child, error) {
 func (c *child) wait() {
 	c.waitOnce.Do(func() {
 		c.waitErr = c.cmd.Wait()
+		c.stderr.flush()
 		close(c.done)
 	})
 }
@@ -135,16 +138,62 @@ func (c *child) awaitExit(ctx context.Context, d time.Duration) {
 	}
 }
 
-// tailWriter passes writes through and remembers the last max bytes.
+// tailWriter passes writes through and remembers the last max bytes. With
+// a redactor, it passes whole lines only, each with the server's secrets
+// replaced: a server's stderr ends up in the MCP client's logs, and its last
+// line in what the client is told when the server exits.
 type tailWriter struct {
-	w   io.Writer
-	max int
+	w      io.Writer
+	max    int
+	redact *redactor // nil: pass writes as they come
 
-	mu   sync.Mutex
-	tail []byte // guarded by mu
+	mu      sync.Mutex
+	tail    []byte // guarded by mu
+	partial []byte // the start of a line not yet passed on; guarded by mu
 }
 
+// maxPartialLine bounds a line kept back for redaction: a longer one is
+// passed on in pieces (a secret across the cut is not caught).
+const maxPartialLine = 64 << 10
+
 func (t *tailWriter) Write(p []byte) (int, error) {
+	if t.redact == nil {
+		t.pass(p)
+		return len(p), nil
+	}
+	t.mu.Lock()
+	t.partial = append(t.partial, p...)
+	end := bytes.LastIndexByte(t.partial, '\n') + 1
+	if end == 0 && len(t.partial) > maxPartialLine {
+		end = len(t.partial)
+	}
+	var out []byte
+	if end > 0 {
+		out = []byte(t.redact.redactText(string(t.partial[:end])))
+		t.partial = append(t.partial[:0], t.partial[end:]...)
+	}
+	t.mu.Unlock()
+	if len(out) > 0 {
+		t.pass(out)
+	}
+	return len(p), nil
+}
+
+// flush passes on a last line without its newline.
+func (t *tailWriter) flush() {
+	if t.redact == nil {
+		return
+	}
+	t.mu.Lock()
+	out := []byte(t.redact.redactText(string(t.partial)))
+	t.partial = nil
+	t.mu.Unlock()
+	if len(out) > 0 {
+		t.pass(out)
+	}
+}
+
+func (t *tailWriter) pass(p []byte) {
 	t.mu.Lock()
 	t.tail = append(t.tail, p...)
 	if over := len(t.tail) - t.max; over > 0 {
@@ -152,13 +201,12 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 	}
 	t.mu.Unlock()
 	if t.w == nil {
-		return len(p), nil
+		return
 	}
 	if _, err := t.w.Write(p); err != nil {
 		// Losing our stderr must not stall the server: keep draining.
 		t.w = nil
 	}
-	return len(p), nil
 }
 
 // lastLine returns the last non-blank line written, trimmed to 300 bytes.

@@ -6,10 +6,13 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // A Governor decides on each tools/call and records it. The proxy calls
@@ -191,21 +194,39 @@ type callParams struct {
 	} `json:"_meta"`
 }
 
+// readCallParams reads a tools/call's params as a server does that reads
+// JSON exactly, and refuses params another server could read differently
+// (see ambiguity).
+func readCallParams(raw []byte) (callParams, error) {
+	var env struct {
+		Params json.RawMessage `json:"params"`
+	}
+	var p callParams
+	if _, err := fastjson.Parse(raw, &env, fastjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return p, fmt.Errorf("tools/call params: %w", err)
+	}
+	if why := ambiguity(env.Params, callMembers); why != "" {
+		return p, fmt.Errorf("its params could be read differently by the server: %s", why)
+	}
+	if _, err := fastjson.Parse(env.Params, &p, fastjson.DontMatchCaseInsensitiveStructFields); err != nil || p.Name == "" {
+		return p, errors.New("tools/call needs params with a name, a string")
+	}
+	return p, nil
+}
+
 // govern handles a tools/call from the client: it asks the governor, and
 // forwards the call (with the arguments the governor gives) only when it
 // may run. It runs on its own goroutine, so that a call waiting for an
 // approver holds up nothing else.
 func (r *relay) govern(ctx context.Context, m message) {
 	defer r.wg.Done()
-	var env struct {
-		Params callParams `json:"params"`
-	}
 	id := json.RawMessage(append([]byte(nil), m.id...))
-	if err := json.Unmarshal(m.raw, &env); err != nil || env.Params.Name == "" {
-		r.answer(id, m.method, errorResponse(id, codeInvalidParams, "Gatehouse: tools/call needs params.name"))
+	p, err := readCallParams(m.raw)
+	if err != nil {
+		r.log.Warn("refused a tools/call", slog.Any("err", err))
+		r.answer(id, m.method, toolErrorResponse(id, "Gatehouse refused this call, so it did not run: "+err.Error()))
 		return
 	}
-	p := env.Params
 	client := r.sess.clientInfo()
 	if p.Meta.ClientInfo != nil {
 		client = *p.Meta.ClientInfo

@@ -18,6 +18,12 @@
 // refused or failed tools/call is answered as a tool result with isError set,
 // which the model reads; other methods get a JSON-RPC error.
 //
+// With a governor, the proxy also refuses from the client what a server could
+// read as another call than the one the gate judged (a JSON-RPC member given
+// twice or in another case, a method that only looks like tools/call; see
+// strict.go), and drops an answer from the server to a request it was never
+// sent (one the gate holds or refused), which would pass for the call's.
+//
 // Stopping is bounded: when the client goes away the server's stdin is closed,
 // then it is sent SIGTERM, then killed with its process group.
 package gateway
@@ -31,6 +37,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -182,7 +190,7 @@ func (p *Proxy) connect() (serverConn, error) {
 		}
 		return c, nil
 	}
-	ch, err := startChild(p.command, p.stderr)
+	ch, err := startChild(p.command, p.stderr, p.redact)
 	if err != nil {
 		return nil, startError(p.name, p.command, err)
 	}
@@ -325,6 +333,14 @@ func (r *relay) fromClient(frame []byte) {
 		r.up.write(errorResponse(id, code, "Gatehouse: "+err.Error()))
 		return
 	}
+	if r.gov != nil {
+		for _, m := range msgs {
+			if why := ambiguousMessage(m); why != "" {
+				r.refuseAmbiguous(msgs, why)
+				return
+			}
+		}
+	}
 	if r.gov != nil && batch && hasToolCall(msgs) {
 		// A tools/call must not slip past the gate inside a batch (allowed
 		// up to protocol 2025-03-26): take the batch apart. Its answers
@@ -392,6 +408,18 @@ func (r *relay) fromClient(frame []byte) {
 		// The server's stdin is closed: it is exiting. The server pump will
 		// see it and fail whatever is still pending.
 		r.log.Warn("writing to server", slog.Any("err", err))
+	}
+}
+
+// refuseAmbiguous answers each request of a frame that a server could read
+// differently from the gate; nothing of it reaches the server.
+func (r *relay) refuseAmbiguous(msgs []message, why string) {
+	r.log.Warn("refused a message the server could read differently", slog.String("why", why))
+	text := "Gatehouse refused this message, which a server could read differently from the gate: " + why
+	for _, m := range msgs {
+		if m.kind == kindRequest {
+			r.up.write(failureResponse(m.id, m.method, text))
+		}
 	}
 }
 
@@ -468,23 +496,44 @@ func (r *relay) fromServer(frame []byte) {
 			slog.Any("err", err), slog.Int("bytes", len(frame)))
 		return
 	}
-	var done *governed
+	var (
+		done   *governed
+		listed bool     // the frame answers tools/list
+		forged []string // answers to requests the server was not sent
+	)
 	r.mu.Lock()
 	for _, m := range msgs {
-		if m.kind == kindResponse {
-			if r.pending[string(m.id)] == "tools/list" && r.gov != nil {
-				if tools := r.sess.noteTools(frame); len(tools) > 0 {
-					r.watchTools(tools)
-				}
-			}
-			delete(r.pending, string(m.id))
-			if g := r.governed[string(m.id)]; g != nil && g.ran && len(msgs) == 1 {
-				done = g
-				delete(r.governed, string(m.id))
-			}
+		if m.kind != kindResponse {
+			continue
+		}
+		if string(m.id) == "null" && !bytes.Contains(m.raw, []byte(`"result"`)) {
+			continue // an error about a message without a usable id: it answers no call
+		}
+		key, ok := r.pendingKeyLocked(m.id)
+		g := r.governed[key]
+		if !ok || g != nil && !g.ran {
+			// A request the client never sent, one already answered (by
+			// the proxy, or cancelled), or a tools/call the gate still
+			// holds: the server was not sent it, and its answer would
+			// pass for the call's.
+			forged = append(forged, string(m.id))
+			continue
+		}
+		listed = listed || r.pending[key] == "tools/list"
+		delete(r.pending, key)
+		if g != nil && len(msgs) == 1 {
+			done = g
+			delete(r.governed, key)
 		}
 	}
 	r.mu.Unlock()
+	if len(forged) > 0 {
+		r.log.Warn("dropped answers to requests the server was not sent", slog.String("ids", strings.Join(forged, ",")))
+		if len(forged) == len(msgs) {
+			return
+		}
+		frame = withoutAnswers(msgs, forged)
+	}
 	var findings []Finding
 	if done != nil && done.auth != nil && len(done.auth.Redact) > 0 {
 		frame, findings = newRedactor(done.auth.Redact).redact(frame)
@@ -500,10 +549,66 @@ func (r *relay) fromServer(frame []byte) {
 				slog.String("encoding", f.Encoding), slog.Int("count", f.Count), slog.String("method", msgs[0].method))
 		}
 	}
+	if listed && r.gov != nil {
+		// The tools as the client sees them, secrets redacted: what the
+		// gate pins and shows a person is what the model read.
+		if tools := r.sess.noteTools(frame); len(tools) > 0 {
+			r.mu.Lock()
+			r.watchTools(tools)
+			r.mu.Unlock()
+		}
+	}
 	r.up.write(frame)
 	if done != nil {
 		r.completed(done, frame, findings)
 	}
+}
+
+// pendingKeyLocked finds the pending request an answer's id names: as it
+// was written, or else as the same JSON value written another way (a server
+// that parsed the id echoes 1.0 as 1).
+func (r *relay) pendingKeyLocked(id json.RawMessage) (string, bool) {
+	if _, ok := r.pending[string(id)]; ok {
+		return string(id), true
+	}
+	want, err := canonicalID(id)
+	if err != nil {
+		return "", false
+	}
+	for key := range r.pending {
+		if c, err := canonicalID(json.RawMessage(key)); err == nil && c == want {
+			return key, true
+		}
+	}
+	return "", false
+}
+
+// canonicalID re-encodes a JSON id so that equal values compare equal.
+func canonicalID(id json.RawMessage) (string, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(id))
+	if err := dec.Decode(&v); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// withoutAnswers returns a batch frame without the answers to ids.
+func withoutAnswers(msgs []message, ids []string) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for _, m := range msgs {
+		if m.kind == kindResponse && slices.Contains(ids, string(m.id)) {
+			continue
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.Write(m.raw)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
 }
 
 func (r *relay) fromServerTooLarge(e *tooLargeError) {

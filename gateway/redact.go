@@ -139,6 +139,12 @@ func (r *redactor) redact(msg []byte) ([]byte, []Finding) {
 	return out, findings
 }
 
+// redactText returns text that is not JSON (a server's stderr) with every
+// secret found replaced.
+func (r *redactor) redactText(s string) string {
+	return r.replace(s, map[[2]string]int{})
+}
+
 func (r *redactor) walk(v any, counts map[[2]string]int) any {
 	switch x := v.(type) {
 	case string:
