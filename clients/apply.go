@@ -60,7 +60,7 @@ func (m *Manager) checkRunning(fp *FilePlan, force bool) error {
 		return fmt.Errorf("cannot tell whether Claude Desktop is running (%v): quit it, then run this again with --force", err)
 	}
 	if running {
-		return fmt.Errorf("Claude Desktop %w: it keeps its config in memory and writes it back, which would undo this change; quit it (from its menu, not by closing the window), then run this again", ErrRunning)
+		return fmt.Errorf("quit Claude Desktop first: it %w, keeps its config in memory and writes it back, which would undo this change (quit it from its menu, not by closing its window)", ErrRunning)
 	}
 	return nil
 }

@@ -446,10 +446,7 @@ func TestRoundTrip(t *testing.T) {
 				}
 			}
 			// No other key moved.
-			var names []string
-			for _, n := range tc.governed {
-				names = append(names, n)
-			}
+			names := tc.governed
 			if a, b := rest(t, sp, orig, tc.prefix, names), rest(t, sp, governed, tc.prefix, names); !reflect.DeepEqual(a, b) {
 				t.Errorf("the rest of the file changed:\nbefore: %v\nafter:  %v", a, b)
 			}

@@ -398,6 +398,8 @@ func (m *Manager) desktopDetail(e *Entry, s *scanned, r *record) {
 	switch {
 	case e.State == Governed && r != nil && s.running && !s.started.IsZero() && s.started.After(r.GovernedAt):
 		e.Detail = "Claude Desktop restarted since, and kept it"
+	case e.State == Governed && r != nil && s.running && s.started.IsZero():
+		e.Detail = "Claude Desktop loads it at its next start (restart it if it has not been since governing)"
 	case e.State == Governed && r != nil && s.running:
 		e.Detail = "restart Claude Desktop to load it"
 	case e.State == Governed && r != nil:

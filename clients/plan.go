@@ -71,12 +71,11 @@ type entryPlan struct {
 	written []byte // govern: the entry as written, before it is known (overlays)
 	// govern: the server registration to add or update; nil when the entry
 	// shares one that is already there.
-	reg       *store.Server
-	regOld    *store.Server // the registration an update replaces
-	secrets   []secretPut
-	imported  []string // the secret ids of the registration governing owns
-	drop      bool     // undo: forget the record without writing (nothing to put back)
-	dropNotes string
+	reg      *store.Server
+	regOld   *store.Server // the registration an update replaces
+	secrets  []secretPut
+	imported []string // the secret ids of the registration governing owns
+	drop     bool     // undo: forget the record without writing (nothing to put back)
 }
 
 type secretPut struct{ id, value string }
@@ -175,6 +174,10 @@ func (m *Manager) PlanGovern(ctx context.Context, sel Selection) (*Plan, error) 
 						if res.Skipped == "" {
 							res.Skipped = string(e.State)
 						}
+						continue
+					}
+					if g.scope == ScopeProject && s.spec.id != ClaudeCode && m.env.tracked(f.path) {
+						res.Skipped = "the project file is tracked by version control: governing it would commit this machine's paths for everyone; add the server to your own " + s.spec.name + " config instead, and govern that"
 						continue
 					}
 					ep, err := n.prepare(s.spec, f, g, src, res, &sel)

@@ -235,7 +235,7 @@ func TestClaudeDesktopRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = mc.m.Apply(ctx, pl)
-	if !errors.Is(err, ErrRunning) || !strings.Contains(err.Error(), "quit it") {
+	if !errors.Is(err, ErrRunning) || !strings.Contains(err.Error(), "quit Claude Desktop first") {
 		t.Fatalf("Apply while running: %v", err)
 	}
 	if !bytes.Equal(mc.read(path), orig) || len(mc.servers()) != 0 || mc.kc.len() != 0 {
@@ -640,5 +640,35 @@ func TestDiffMasksSecrets(t *testing.T) {
 		if got := mask(tc.line, nil); got != tc.want {
 			t.Errorf("mask(%s) = %s, want %s", tc.line, got, tc.want)
 		}
+	}
+}
+
+// A project file that version control tracks is shared: it is not given
+// this machine's paths.
+func TestTrackedProjectFile(t *testing.T) {
+	t.Parallel()
+	mc := newMachine(t, "linux")
+	proj := filepath.Join(mc.home, "src", "app")
+	path := filepath.Join(proj, ".cursor", "mcp.json")
+	orig := mc.place("cursor_mcp.json", path)
+	os.MkdirAll(filepath.Join(mc.home, ".cursor"), 0o755)
+	mc.env.Cwd = proj
+	mc.env.Tracked = func(p string) bool { return p == path }
+	mc.m.env = mc.env
+	pl := mc.govern(Selection{})
+	if len(pl.Files) != 0 || !bytes.Equal(mc.read(path), orig) {
+		t.Fatal("a tracked project file was edited")
+	}
+	for _, r := range pl.Results {
+		if r.Name == "stripe" && !strings.Contains(r.Skipped, "tracked by version control") {
+			t.Errorf("stripe: %+v", r)
+		}
+	}
+	// Untracked, it is the user's own: governed.
+	mc.env.Tracked = func(string) bool { return false }
+	mc.m.env = mc.env
+	mc.govern(Selection{})
+	if e := mc.entries(Cursor)["stripe"]; e.State != Governed || e.Scope != ScopeProject {
+		t.Errorf("stripe in an untracked project file: %+v", e)
 	}
 }
