@@ -56,10 +56,31 @@ type Log struct {
 	keyID string             // guarded by keyMu
 }
 
+// ErrForeignKey is returned by [Open] when the log already has signing keys
+// and the key given is none of them: the keychain lost the log's key, or
+// holds another log's.
+var ErrForeignKey = errors.New("the signing key is not one of this log's keys")
+
 // Open opens the log in m's database, creating it on first use, and makes
-// sure key is announced in it (a key entry signed by key itself, the first
-// time it is used).
+// sure key is announced in it: a new log begins with a key entry signed by
+// key itself. A log that has keys opens only with one of them (the current
+// one, or one it retired); any other key is refused with [ErrForeignKey],
+// since adding it would break the chain of custody that verification
+// checks. [Adopt] adds one knowingly.
 func Open(ctx context.Context, m Migrator, key ed25519.PrivateKey) (*Log, error) {
+	return open(ctx, m, key, false)
+}
+
+// Adopt is [Open] for a key the log does not know: it announces key,
+// self-signed, even though the log has keys. That is a break in custody,
+// and the verifier reports it at that entry: what key signs after it is
+// vouched for by nothing before it. It is the way on after a keychain lost
+// the log's key, chosen by a person, never by a proxy.
+func Adopt(ctx context.Context, m Migrator, key ed25519.PrivateKey) (*Log, error) {
+	return open(ctx, m, key, true)
+}
+
+func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool) (*Log, error) {
 	if err := m.Migrate(ctx, "receipts", migrations); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
 	}
@@ -73,7 +94,7 @@ func Open(ctx context.Context, m Migrator, key ed25519.PrivateKey) (*Log, error)
 	if err := l.db.QueryRowContext(ctx, `SELECT value FROM log_meta WHERE key = 'id'`).Scan(&l.id); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
 	}
-	if err := l.announce(ctx, key, "added", ""); err != nil {
+	if err := l.announce(ctx, key, "added", "", adopt); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
 	}
 	return l, nil
@@ -101,8 +122,9 @@ func (l *Log) signer() (ed25519.PrivateKey, string) {
 }
 
 // announce appends a key entry for key unless the log already has one.
-// "added" is signed by the key itself; "rotated" by the log's current key.
-func (l *Log) announce(ctx context.Context, key ed25519.PrivateKey, action, previous string) error {
+// "added" is signed by the key itself, and only begins a log (or adopts a
+// key, when adopt is set); "rotated" is signed by the log's current key.
+func (l *Log) announce(ctx context.Context, key ed25519.PrivateKey, action, previous string, adopt bool) error {
 	pub := key.Public().(ed25519.PublicKey)
 	kid := entry.KeyID(pub)
 	signWith := key
@@ -115,7 +137,36 @@ func (l *Log) announce(ctx context.Context, key ed25519.PrivateKey, action, prev
 			return err
 		}
 		if n > 0 {
+			if action != "added" {
+				return nil
+			}
+			var latest string
+			if err := tx.QueryRowContext(ctx, `SELECT key_id FROM keys ORDER BY added_idx DESC LIMIT 1`).Scan(&latest); err != nil {
+				return err
+			}
+			if latest != kid {
+				return fmt.Errorf("%w: %s is retired; the log is signed by %s now", ErrForeignKey, kid, latest)
+			}
 			return nil
+		}
+		if action == "added" && !adopt {
+			var known []string
+			rows, err := tx.QueryContext(ctx, `SELECT key_id FROM keys ORDER BY added_idx`)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				known = append(known, id)
+			}
+			rows.Close()
+			if len(known) > 0 {
+				return fmt.Errorf("%w: it is %s; the log is signed by %s", ErrForeignKey, kid, strings.Join(known, ", "))
+			}
 		}
 		body := entry.KeyEvent{Action: action, KeyID: kid, PublicKey: base64.StdEncoding.EncodeToString(pub), Previous: previous}
 		e, err := l.appendTx(ctx, tx, signWith, draft{kind: entry.KindKey, prefix: "k", body: body})
@@ -131,7 +182,7 @@ func (l *Log) announce(ctx context.Context, key ed25519.PrivateKey, action, prev
 // current one, and signs with it from then on. Entries signed by the old key
 // still verify: its public key stays in the log.
 func (l *Log) Rotate(ctx context.Context, next ed25519.PrivateKey) error {
-	if err := l.announce(ctx, next, "rotated", l.KeyID()); err != nil {
+	if err := l.announce(ctx, next, "rotated", l.KeyID(), false); err != nil {
 		return fmt.Errorf("rotate key: %w", err)
 	}
 	l.keyMu.Lock()

@@ -196,11 +196,49 @@ func TestRotate(t *testing.T) {
 			t.Errorf("rotation signed by %s, want the old key %s", e.Key, keys[0].ID)
 		}
 	}
-	// Reopening with the old key does not announce it again.
-	if _, err := Open(ctx, st, old); err != nil {
+	// Reopening with the new key does not announce it again; the old one
+	// is retired and signs nothing more.
+	if _, err := Open(ctx, st, next); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := Open(ctx, st, old); !errors.Is(err, ErrForeignKey) {
+		t.Errorf("reopening with the retired key = %v, want ErrForeignKey", err)
 	}
 	if keys, _ := l.Keys(ctx); len(keys) != 2 {
 		t.Errorf("keys after reopening = %d, want 2", len(keys))
+	}
+}
+
+// A log opens only with its current key: a key the keychain made after it
+// lost the log's (or a retired one) is refused, and Adopt adds it knowingly,
+// as a break in custody the verifier reports.
+func TestOpenRefusesForeignKeys(t *testing.T) {
+	ctx := context.Background()
+	first, second, lost := newKey(t), newKey(t), newKey(t)
+	l, st := MustOpen(t, first)
+	if err := l.Rotate(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	for name, key := range map[string]ed25519.PrivateKey{"a new key": lost, "a retired key": first} {
+		if _, err := Open(ctx, st, key); !errors.Is(err, ErrForeignKey) {
+			t.Errorf("Open with %s = %v, want ErrForeignKey", name, err)
+		}
+	}
+	if _, err := Open(ctx, st, second); err != nil {
+		t.Errorf("Open with the current key: %v", err)
+	}
+	l, err := Adopt(ctx, st, lost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendReceipt(ctx, entry.Receipt{Capability: "mcp.a.b", Server: "a", Tool: "b", Decision: "ALLOW"}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, st, lost); err != nil {
+		t.Errorf("Open with the adopted key: %v", err)
+	}
+	keys, err := l.Keys(ctx)
+	if err != nil || len(keys) != 3 {
+		t.Errorf("keys after adopting = %+v, %v; want 3", keys, err)
 	}
 }

@@ -45,7 +45,7 @@ func init() {
 	commands = []*command{
 		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
 		proxyCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, versionCmd,
-		keysListCmd, keysRotateCmd, keysExportCmd,
+		keysListCmd, keysRotateCmd, keysAdoptCmd, keysExportCmd,
 		secretSetCmd, secretRmCmd, secretLsCmd,
 		approvalsCmd, pauseCmd, resumeCmd,
 		clientsGovernCmd, clientsUndoCmd, clientsCmd,

@@ -38,10 +38,18 @@ func (c *cli) openLog(ctx context.Context) (*store.Store, *receipts.Log, error) 
 	l, err := receipts.Open(ctx, st, key)
 	if err != nil {
 		st.Close()
+		if errors.Is(err, receipts.ErrForeignKey) {
+			return nil, nil, withHint(err, "%s", foreignKeyHint)
+		}
 		return nil, nil, err
 	}
 	return st, l, nil
 }
+
+// foreignKeyHint is the way on when the keychain's key is not the log's.
+const foreignKeyHint = "the keychain does not hold the key that signs this log (was it deleted, or is this another machine's log?). " +
+	"Restore that key to the keychain if you can; otherwise start signing with the keychain's key, knowing that " +
+	"verification will report a break in custody there: gatehouse keys adopt --custody-break"
 
 // policyRecorder writes each saved policy version to the evidence log.
 func policyRecorder(l *receipts.Log) policy.Recorder {

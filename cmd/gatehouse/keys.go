@@ -7,8 +7,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/receipts"
 	"text/tabwriter"
 	"time"
 
@@ -67,6 +69,54 @@ var keysRotateCmd = &command{
 			return err
 		}
 		fmt.Fprintf(c.stderr, "gatehouse: rotated the signing key: %s -> %s\n", old, l.KeyID())
+		fmt.Fprintf(c.stderr, "hint: give auditors the new public key: gatehouse keys export-public\n")
+		return nil
+	},
+}
+
+var keysAdoptCmd = &command{
+	name:    "keys adopt",
+	usage:   "--custody-break",
+	summary: "sign the log with the keychain's key when the log's own key is lost",
+	help: `
+When the keychain no longer holds the key that signs the log (it was deleted,
+or the keychain was reset), proxies refuse to sign with another key: adding
+one would break the chain of custody that verification checks, so every tool
+call is refused until a person decides. If the old key cannot be restored,
+this command announces the keychain's key in the log, signed by itself. From
+then on the log is signed again; 'gatehouse verify' reports the break at
+that entry (what the new key signs is vouched for by nothing before it), and
+entries before it still verify with the old public key kept in the log.`,
+	flags: func(fs *flag.FlagSet) {
+		fs.Bool("custody-break", false, "confirm that verification will report a break in custody at this point")
+	},
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		if err := noArgs(fs, args); err != nil {
+			return err
+		}
+		if fs.Lookup("custody-break").Value.String() != "true" {
+			return usagef("keys adopt: say --custody-break to confirm that verification will report a break in custody here")
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		key, err := vaultFor(st).SigningKey()
+		if err != nil {
+			return withHint(err, "the evidence log's signing key lives in the OS keychain; make it reachable and retry")
+		}
+		if _, err := receipts.Open(ctx, st, key); err == nil {
+			fmt.Fprintln(c.stderr, "gatehouse: the keychain's key already signs this log; nothing to adopt")
+			return nil
+		} else if !errors.Is(err, receipts.ErrForeignKey) {
+			return err
+		}
+		l, err := receipts.Adopt(ctx, st, key)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "gatehouse: the log is signed by %s from now on; verification reports a break in custody where it was adopted\n", l.KeyID())
 		fmt.Fprintf(c.stderr, "hint: give auditors the new public key: gatehouse keys export-public\n")
 		return nil
 	},

@@ -144,6 +144,9 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 		return nil, fmt.Errorf("the evidence log's signing key is unavailable: %w", err)
 	}
 	l, err := receipts.Open(ctx, st, key)
+	if errors.Is(err, receipts.ErrForeignKey) {
+		return nil, fmt.Errorf("%w (%s)", err, foreignKeyHint)
+	}
 	if err != nil {
 		return nil, err
 	}
