@@ -186,7 +186,17 @@ check_deb() {
 	check "chroot: gatehouse-app --version prints $version (every library it links is there)" test "$out" = "gatehouse-app $version"
 	check "chroot: ldd gatehouse-app finds every library" bash -c "! chroot '$r' ldd /usr/bin/gatehouse-app | grep 'not found'"
 	if in_root gatehouse help 2>&1 | grep -qE '^  demo[[:space:]]'; then
-		check "chroot: gatehouse demo" in_root timeout 120 gatehouse demo </dev/null
+		# The root has no Secret Service (a user's desktop session does):
+		# a demo that stops there, fail-closed, for want of a keychain is
+		# reported, not failed; any other failure fails.
+		if out=$(in_root timeout 120 gatehouse demo </dev/null 2>&1); then
+			ok "chroot: gatehouse demo"
+		elif grep -qi 'keychain' <<<"$out"; then
+			echo "    (gatehouse demo needs a keychain, which this root has no session for: $(grep -i -m1 keychain <<<"$out"))"
+		else
+			bad "chroot: gatehouse demo"
+			printf '%s\n' "$out" | tail -n 20 | sed 's/^/          /'
+		fi
 	else
 		echo "    (gatehouse has no demo command yet: server add and server test stand in)"
 	fi
