@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -180,6 +183,46 @@ func TestRemoteFailures(t *testing.T) {
 		s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
 		if m := s.recvMsg(); !strings.Contains(string(m.Error), "reconnect") {
 			t.Errorf("request after the session ended = %+v, want an error saying to reconnect", m)
+		}
+	})
+}
+
+// The event-stream reader takes whatever a server sends: it never panics,
+// never emits more than the message limit, and every line it hands the relay
+// is one JSON value with no newline in it.
+func FuzzReadEvents(f *testing.F) {
+	for _, s := range []string{
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+		"id: 7\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"method\":\"notifications/tools/list_changed\"}\n\n",
+		"data:{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{\"content\":[]}}\r\n\r\n",
+		": comment\nretry: 100\n\ndata: not json\n\n",
+		"data: [{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}},{\"jsonrpc\":\"2.0\",\"method\":\"x\"}]\n\n",
+		"data: " + strings.Repeat("x", 300) + "\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := dialRemote("f", Remote{URL: "http://127.0.0.1:1/mcp"}, 256, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan []string)
+		go func() {
+			var lines []string
+			sc := bufio.NewScanner(c.pr)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				lines = append(lines, sc.Text())
+			}
+			done <- lines
+		}()
+		last := ""
+		c.readEvents(bytes.NewReader(data), map[string]bool{"1": true}, false, &last)
+		c.stop(time.Millisecond)
+		for _, l := range <-done {
+			if len(l) > 256 || !json.Valid([]byte(l)) {
+				t.Fatalf("emitted %q", l)
+			}
 		}
 	})
 }

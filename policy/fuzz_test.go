@@ -17,6 +17,8 @@ func FuzzParse(f *testing.F) {
 		"[[rule]]\nid = \"x\"\ncapability = \"mcp.a.*\"\nclient = \"c*\"\ndecision = \"ALLOW\"\nnote = \"a\\tb\\u0001\"\nargs = [{ arg = \"/a/~0b\", under = \"C:\\\\Users\\\\me\\\\.\" }]\n",
 		"[[rule]]\nid = \"r\"\nrisk = \"high\"\nclient = \"ci\"\ndecision = \"deny\"\n",
 		"rule = [{ id = \"x\", capability = \"mcp.a.b\", decision = \"DENY\" }]\n",
+		"[[budget]]\nid = \"b\"\ncapability = \"mcp.gh.create_*\"\nper = \"server\"\ncalls = 20\nwindow = \"1h30m\"\nnote = \"n\"\n",
+		"[[budget]]\nid = \"s\"\ncapability = \"mcp.*.*\"\nper = \"Session\"\ncalls = 0\nwindow = \"7d\"\n",
 	} {
 		f.Add([]byte(s))
 	}
