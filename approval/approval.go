@@ -36,8 +36,11 @@
 // keys sorted, no insignificant space; numbers keep their literal text), and
 // over the tool's old and new definition when the request is about a changed
 // definition. Several proxies asking with the same Key at once share one
-// open request, and one answer answers all of them: they are the same call
-// as far as the person can tell.
+// open request, and one answer answers them as far as it reaches: "once"
+// lets one of the calls run and shows the request again for the others (an
+// agent cannot turn one "yes" into many by sending a call many times);
+// "session" answers the calls of the session the request was shown for, and
+// is shown again for the others; every other answer answers all of them.
 //
 // An answer given while nobody is waiting any more (every asker got
 // [ErrPending]) is kept for the next identical call, for [Options.Keep]

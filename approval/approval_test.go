@@ -346,15 +346,72 @@ func TestTwoProxiesSameKey(t *testing.T) {
 	recv(t, waitingB)
 	shown := recv(t, ui.shown)
 	none(t, ui.shown)
+	// "once" lets one of the two identical calls run: the one shown. The
+	// other is shown again, for an answer of its own.
 	if err := srv.Decide(shown.ID, ScopeOnce, 0); err != nil {
 		t.Fatal(err)
 	}
-	ra, rb := recv(t, ga), recv(t, gb)
-	if ra.err != nil || ra.d.ID != "proxy-a" || ra.d.Scope != ScopeOnce {
-		t.Errorf("proxy a: %+v, %v; want once for proxy-a", ra.d, ra.err)
+	first, other, gFirst, gOther := "proxy-a", "proxy-b", ga, gb
+	if shown.ID == "proxy-b" {
+		first, other, gFirst, gOther = other, first, gb, ga
 	}
-	if rb.err != nil || rb.d.ID != "proxy-b" || rb.d.Scope != ScopeOnce {
-		t.Errorf("proxy b: %+v, %v; want once for proxy-b", rb.d, rb.err)
+	if r := recv(t, gFirst); r.err != nil || r.d.ID != first || r.d.Scope != ScopeOnce {
+		t.Errorf("%s (shown): %+v, %v; want once", first, r.d, r.err)
+	}
+	none(t, gOther)
+	again := recv(t, ui.shown)
+	if again.ID != other || again.Key != shown.Key {
+		t.Errorf("shown again: %+v, want %s's request", again, other)
+	}
+	if err := srv.Decide(again.ID, ScopeDeny, 0); err != nil {
+		t.Fatal(err)
+	}
+	if r := recv(t, gOther); r.err != nil || r.d.ID != other || r.d.Scope != ScopeDeny {
+		t.Errorf("%s: %+v, %v; want deny", other, r.d, r.err)
+	}
+}
+
+// "session" answers the calls of the session it was shown for; "always"
+// answers every identical call waiting.
+func TestSameKeyScopes(t *testing.T) {
+	t.Parallel()
+	srv, ui, path := startServer(t, nil)
+	a, b, c := call(`{"x":2}`), call(`{"x":2}`), call(`{"x":2}`)
+	a.ID, b.ID, c.ID = "a", "b", "c"
+	a.Session, b.Session, c.Session = "s1", "s1", "s2"
+	ga := askAsync(context.Background(), path, a, forever, nil)
+	shown := recv(t, ui.shown)
+	gb := askAsync(context.Background(), path, b, forever, nil)
+	gc := askAsync(context.Background(), path, c, forever, nil)
+	// Once all three wait on the one request (no other request is shown).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		srv.mu.Lock()
+		n := len(srv.open[shown.Key].waiters)
+		srv.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls wait on the request, want 3", n)
+		}
+	}
+	if err := srv.Decide(shown.ID, ScopeSession, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []<-chan result{ga, gb} {
+		if r := recv(t, g); r.err != nil || r.d.Scope != ScopeSession {
+			t.Errorf("a call of session s1: %+v, %v; want session", r.d, r.err)
+		}
+	}
+	again := recv(t, ui.shown)
+	if again.ID != "c" || again.Session != "s2" {
+		t.Fatalf("shown again: %+v, want c's request (session s2)", again)
+	}
+	if err := srv.Decide(again.ID, ScopeAlways, 0); err != nil {
+		t.Fatal(err)
+	}
+	if r := recv(t, gc); r.err != nil || r.d.Scope != ScopeAlways {
+		t.Errorf("c: %+v, %v; want always", r.d, r.err)
 	}
 }
 

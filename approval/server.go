@@ -106,6 +106,7 @@ type conn struct {
 	// guarded by Server.mu:
 	e        *entry    // the entry it waits on, nil before and after
 	id       string    // its request's ID
+	session  string    // its request's Session
 	linger   time.Time // its request's Expires, clamped
 	answered bool      // a decision was put in decision
 }
@@ -195,10 +196,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // Decide answers the open request named by ref (the ID it was shown with,
-// or its Key) with scope, for minutes when scope is [ScopeMinutes]. Every
-// proxy waiting for it gets the answer; when none waits any more, the
-// answer is kept for the next identical call. It returns [ErrNotOpen] when
-// the request was answered, withdrawn, or never opened.
+// or its Key) with scope, for minutes when scope is [ScopeMinutes]. The
+// proxies waiting for it that the answer covers get it (one, for
+// [ScopeOnce]; those of the shown session, for [ScopeSession]; else all);
+// the request is shown again, open, for the others. When none waits any
+// more, the answer is kept for the next identical call. It returns
+// [ErrNotOpen] when the request was answered, withdrawn, or never opened.
 func (s *Server) Decide(ref string, scope Scope, minutes int) error {
 	d := Decision{ID: "-", Scope: scope, Minutes: minutes, Approver: s.name, Decided: time.Now()}
 	if err := d.validate(); err != nil {
@@ -225,13 +228,73 @@ func (s *Server) Decide(ref string, scope Scope, minutes int) error {
 		s.kept[e.req.Key] = &kept{d: d, session: e.req.Session, until: until}
 		return nil
 	}
-	for c := range e.waiters {
+	served, rest := covered(e, scope)
+	for c := range served {
 		c.answered = true
 		dc := d
 		dc.ID = c.id
 		c.decision <- dc // cap 1, and answered once
 	}
+	if len(rest) > 0 {
+		s.reopenLocked(e, rest)
+	}
 	return nil
+}
+
+// covered splits the waiters of e into those an answer with scope answers
+// and the rest: "once" answers one call (the one shown, when it still
+// waits), "session" the calls of the session shown, any other scope all.
+func covered(e *entry, scope Scope) (served, rest map[*conn]bool) {
+	switch scope {
+	case ScopeOnce:
+		var one *conn
+		for c := range e.waiters {
+			if one == nil || c.id == e.req.ID || one.id != e.req.ID && c.id < one.id {
+				one = c
+			}
+		}
+		served, rest = map[*conn]bool{one: true}, map[*conn]bool{}
+		for c := range e.waiters {
+			if c != one {
+				rest[c] = true
+			}
+		}
+		return served, rest
+	case ScopeSession:
+		served, rest = map[*conn]bool{}, map[*conn]bool{}
+		for c := range e.waiters {
+			if c.session == e.req.Session {
+				served[c] = true
+			} else {
+				rest[c] = true
+			}
+		}
+		return served, rest
+	}
+	return e.waiters, nil
+}
+
+// reopenLocked opens the request of e again for the waiters an answer did
+// not cover, and shows it.
+func (s *Server) reopenLocked(e *entry, waiters map[*conn]bool) {
+	var first *conn
+	for c := range waiters {
+		if first == nil || c.id < first.id {
+			first = c
+		}
+	}
+	s.seq++
+	ne := &entry{req: e.req, seq: s.seq, waiters: waiters, until: e.until}
+	ne.req.ID, ne.req.Session = first.id, first.session
+	for c := range waiters {
+		c.e = ne
+	}
+	s.open[ne.req.Key] = ne
+	s.byID[ne.req.ID] = ne
+	shown := ne.req
+	s.queueLocked(func(ui UI) { ui.Show(shown) })
+	s.log.Debug("shown again for identical calls the answer did not cover", slog.String("id", ne.req.ID),
+		slog.Int("waiting", len(waiters)))
 }
 
 // Requests returns the open requests, oldest first.
@@ -426,7 +489,7 @@ func (s *Server) ask(c *conn, req *Request) *message {
 	if linger.IsZero() {
 		linger = now.Add(defaultLinger)
 	}
-	c.e, c.id, c.linger = e, req.ID, earliest(linger, now.Add(maxLinger))
+	c.e, c.id, c.session, c.linger = e, req.ID, req.Session, earliest(linger, now.Add(maxLinger))
 	e.waiters[c] = true
 	return &message{Type: typePending, ID: req.ID, Approver: s.name}
 }
