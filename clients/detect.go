@@ -128,7 +128,7 @@ var specs = map[ID]*spec{
 			}
 			return []string{filepath.Join(dir, "settings.json")}, []string{dir}
 		},
-		keep:    []string{"source"},
+		keep:    []string{"source", "settings"},
 		remote:  []string{"url"},
 		expands: func(string) bool { return false },
 	},

@@ -115,7 +115,7 @@ func mask(line string, masks []string) string {
 		sub := pairRE.FindStringSubmatch(pair)
 		name := strings.Trim(sub[1], `"'`)
 		value := sub[2][1 : len(sub[2])-1]
-		if looksSecret(name, value, nil) {
+		if looksSecret(name, value, nil) && !reference(value) {
 			return pair[:len(pair)-len(sub[2])] + sub[2][:1] + "********" + sub[2][:1]
 		}
 		return pair
@@ -129,6 +129,12 @@ func mask(line string, masks []string) string {
 		}
 		return q
 	})
+}
+
+// reference reports whether a value names a secret rather than holds it:
+// a vault reference, or a variable the client expands.
+func reference(v string) bool {
+	return strings.HasPrefix(v, "vault://") || strings.Contains(v, "${") || strings.HasPrefix(v, "$")
 }
 
 var (

@@ -3,6 +3,7 @@ package clients
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -133,8 +134,8 @@ func styleOf(data []byte, n *jnode, keyAt, keyEnd int) jsonStyle {
 	return st
 }
 
-// firstArray reports whether the file's first non-empty array is on one
-// line.
+// firstArray reports whether the file's first non-empty list of strings is
+// on one line.
 func firstArray(data []byte) (inline, found bool) {
 	root, err := parseJSON(data, true)
 	if err != nil {
@@ -142,7 +143,7 @@ func firstArray(data []byte) (inline, found bool) {
 	}
 	var walk func(n *jnode) (bool, bool)
 	walk = func(n *jnode) (bool, bool) {
-		if n.kind == jsonArray && len(n.elems) > 0 {
+		if n.kind == jsonArray && len(n.elems) > 0 && !slices.ContainsFunc(n.elems, func(e *jnode) bool { return e.kind != jsonString }) {
 			return bytes.IndexByte(data[n.start:n.end], '\n') < 0, true
 		}
 		for _, m := range n.members {
