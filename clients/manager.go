@@ -134,6 +134,14 @@ func (m *Manager) scan(ctx context.Context, ids []ID) ([]*scanned, map[string]*r
 	if err != nil {
 		return nil, nil, err
 	}
+	servers, err := m.st.Servers(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	registered := map[string]bool{}
+	for _, s := range servers {
+		registered[s.Name] = true
+	}
 	if len(ids) == 0 {
 		ids = IDs()
 	}
@@ -143,7 +151,17 @@ func (m *Manager) scan(ctx context.Context, ids []ID) ([]*scanned, map[string]*r
 		if sp == nil {
 			return nil, nil, fmt.Errorf("%w %q", ErrUnknownClient, id)
 		}
-		out = append(out, m.scanClient(sp, recs, seen))
+		s := m.scanClient(sp, recs, seen)
+		// A governed entry whose server was removed cannot start.
+		for i := range s.client.Files {
+			for j := range s.client.Files[i].Entries {
+				e := &s.client.Files[i].Entries[j]
+				if e.State == Governed && e.Server != "" && !registered[e.Server] {
+					e.Detail = fmt.Sprintf("its Gatehouse server %s is not registered any more, so it cannot start: run gatehouse clients undo, then govern it again", e.Server)
+				}
+			}
+		}
+		out = append(out, s)
 	}
 	return out, recs, nil
 }

@@ -672,3 +672,17 @@ func TestTrackedProjectFile(t *testing.T) {
 		t.Errorf("stripe in an untracked project file: %+v", e)
 	}
 }
+
+// A governed entry whose Gatehouse server was removed says so.
+func TestServerRemovedBehindEntry(t *testing.T) {
+	t.Parallel()
+	mc := newMachine(t, "linux")
+	mc.place("cursor_mcp.json", filepath.Join(mc.home, ".cursor", "mcp.json"))
+	mc.govern(Selection{})
+	if err := mc.st.RemoveServer(context.Background(), "stripe"); err != nil {
+		t.Fatal(err)
+	}
+	if e := mc.entries(Cursor)["stripe"]; !strings.Contains(e.Detail, "not registered any more") {
+		t.Errorf("stripe: %s (%s)", e.State, e.Detail)
+	}
+}
