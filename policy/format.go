@@ -292,7 +292,7 @@ type locator struct {
 var (
 	budgetHeaderRE = regexp.MustCompile(`^\s*\[\[\s*budget\s*\]\]`)
 	ruleHeaderRE   = regexp.MustCompile(`^\s*\[\[\s*rule\s*\]\]`)
-	anyHeaderRE  = regexp.MustCompile(`^\s*\[`)
+	anyHeaderRE    = regexp.MustCompile(`^\s*\[`)
 )
 
 func newLocator(data []byte) *locator {

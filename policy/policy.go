@@ -78,12 +78,12 @@
 package policy
 
 import (
-	"slices"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
