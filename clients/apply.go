@@ -220,6 +220,20 @@ func (m *Manager) applyUndo(ctx context.Context, fp *FilePlan, force bool) error
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("undo %s: %w", fp.Path, err)
 	}
+	for _, ep := range fp.entries {
+		if !ep.drop && !slices.Contains(eps, ep) {
+			continue
+		}
+		// The exact spelling of a secret kept for this entry alone.
+		for _, h := range ep.rec.Holes {
+			if h.Raw == "" {
+				continue
+			}
+			if err := m.kc.DeleteSecret(h.Raw); err == nil || errors.Is(err, vault.ErrNotFound) {
+				m.st.ForgetSecret(ctx, h.Raw)
+			}
+		}
+	}
 	for _, ep := range eps {
 		ep.res.Done = true
 	}

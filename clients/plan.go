@@ -74,6 +74,7 @@ type entryPlan struct {
 	reg      *store.Server
 	regOld   *store.Server // the registration an update replaces
 	secrets  []secretPut
+	masks    []string // the secret values the entry held, masked in diffs
 	imported []string // the secret ids of the registration governing owns
 	drop     bool     // undo: forget the record without writing (nothing to put back)
 }
@@ -380,12 +381,14 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		id := c.ids["env\x00"+k]
 		reg.Env[k] = vault.Ref(id)
 		ep.secrets = append(ep.secrets, secretPut{id, c.srv.Env[k]})
+		ep.masks = append(ep.masks, c.srv.Env[k])
 		res.note("%s moved to the keychain as %s", k, id)
 	}
 	for _, k := range c.secretHeaders {
 		id := c.ids["header\x00"+k]
 		reg.Headers[k] = vault.Ref(id)
 		ep.secrets = append(ep.secrets, secretPut{id, c.srv.Headers[k]})
+		ep.masks = append(ep.masks, c.srv.Headers[k])
 		res.note("header %s moved to the keychain as %s", k, id)
 	}
 	if reg.Transport == store.TransportStdio && len(reg.Headers) == 0 {
@@ -435,7 +438,7 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 	if src.keyAt > 0 || sp.format == formatTOML {
 		rec.Indent = lineIndent(f.data, max(src.keyAt, src.span[0]))
 	}
-	tmpl, holes, raws := template(f.data, src.span, spans, sp.format)
+	tmpl, holes, raws := template(f.data, src.span, spans, sp.format, sum([]byte(recordKey(f.path, src.locator)))[:8])
 	rec.Original, rec.Holes = tmpl, holes
 	if g.scope == ScopeProject && sp.id == ClaudeCode {
 		rec.Holes = nil // the shared file is not edited: nothing goes back into it
@@ -443,10 +446,8 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 			res.note("the shared file %s still holds the secret values; remove them there (and rotate them if it is committed)", f.path)
 		}
 	} else {
+		// Kept for this entry's undo alone; undo deletes them.
 		ep.secrets = append(ep.secrets, raws...)
-		for _, r := range raws {
-			ep.imported = append(ep.imported, r.id)
-		}
 	}
 	ep.rec = rec
 	rec.keepEnv = keepEnv
@@ -463,7 +464,7 @@ type secretSpan struct {
 // template returns the bytes of span with each secret's token replaced by
 // its vault reference, where the references are, and the keychain items
 // that keep tokens that writing the value again would not reproduce.
-func template(data []byte, span [2]int, secrets []secretSpan, format fileFormat) ([]byte, []hole, []secretPut) {
+func template(data []byte, span [2]int, secrets []secretSpan, format fileFormat, tag string) ([]byte, []hole, []secretPut) {
 	slices.SortFunc(secrets, func(a, b secretSpan) int { return a.span[0] - b.span[0] })
 	var out bytes.Buffer
 	var holes []hole
@@ -485,7 +486,7 @@ func template(data []byte, span [2]int, secrets []secretSpan, format fileFormat)
 		placeholder := encodeValue(vault.Ref(s.id), quote)
 		h := hole{Offset: out.Len(), Len: len(placeholder), Secret: s.id, Quote: quote}
 		if encodeValue(s.value, quote) != token {
-			h.Raw = s.id + ".raw"
+			h.Raw = s.id + ".raw." + tag
 			raws = append(raws, secretPut{h.Raw, token})
 		}
 		holes = append(holes, h)
@@ -865,8 +866,8 @@ func (m *Manager) finishGovern(fp *FilePlan) error {
 		if ep.rec.Inserted == nil {
 			edits = append(edits, edit{start: ep.rec.src.span[0], end: ep.rec.src.span[1], text: ep.written})
 		}
-		for _, s := range ep.secrets {
-			masks = append(masks, s.value, jsonQuote(s.value), tomlQuote(s.value))
+		for _, v := range ep.masks {
+			masks = append(masks, v, jsonQuote(v), tomlQuote(v))
 		}
 	}
 	nb, err := applyEdits(fp.old, edits)

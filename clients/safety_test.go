@@ -686,3 +686,27 @@ func TestServerRemovedBehindEntry(t *testing.T) {
 		t.Errorf("stripe: %s (%s)", e.State, e.Detail)
 	}
 }
+
+// A secret written with escapes comes back with the same escapes, and the
+// keychain item that keeps that spelling goes with undo.
+func TestEscapedSecret(t *testing.T) {
+	t.Parallel()
+	mc := newMachine(t, "linux")
+	path := filepath.Join(mc.home, ".cursor", "mcp.json")
+	orig := []byte(`{"mcpServers": {"a": {"command": "npx", "env": {"API_TOKEN": "s\u0065cret\/value-0123"}}}}`)
+	mc.write(path, orig)
+	mc.govern(Selection{})
+	if v, _ := mc.kc.Secret("a.API_TOKEN"); v != "secret/value-0123" {
+		t.Errorf("keychain holds %q, want the decoded value", v)
+	}
+	if got := mc.read(path); bytes.Contains(got, []byte("cret")) {
+		t.Errorf("secret left in the file: %s", got)
+	}
+	mc.undo(Selection{})
+	if got := mc.read(path); !bytes.Equal(got, orig) {
+		t.Errorf("after undo: %s\nwant: %s", got, orig)
+	}
+	if n := mc.kc.len(); n != 0 {
+		t.Errorf("%d keychain items left: %v", n, mc.kc.m)
+	}
+}
