@@ -331,6 +331,9 @@ func runClientsChange(ctx context.Context, c *cli, fs *flag.FlagSet, args []stri
 		return err
 	}
 	defer st.Close()
+	if exe, err := gatehouseExecutable(); err == nil && !undo && strings.HasPrefix(exe, filepath.Clean(os.TempDir())+string(filepath.Separator)) {
+		fmt.Fprintf(c.stderr, "gatehouse: warning: governed entries will run %s, which is in a temporary folder (go run?); they stop working when it goes\n", exe)
+	}
 	plan := func() (*clients.Plan, error) {
 		if undo {
 			return m.PlanUndo(ctx, sel)
