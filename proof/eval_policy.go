@@ -2,6 +2,7 @@ package proof
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,24 +15,20 @@ import (
 
 // Eval runs the adversarial evaluation.
 func Eval(ctx context.Context, cfg Config) (*Report, error) {
-	var cases []Case
-	cases = append(cases, policyCases()...)
-	cases = append(cases, secretCases()...)
-	cases = append(cases, evidenceCases()...)
-	cases = append(cases, protocolCases()...)
-	cases = append(cases, disclosureCases()...)
-	return run(ctx, cfg, "gatehouse eval", cases)
+	return run(ctx, cfg, "gatehouse eval", evalCases())
 }
 
 // Cases returns the evaluation's cases and the fault suite's, for listing.
-func Cases() []Case {
+func Cases() []Case { return append(evalCases(), faultCases()...) }
+
+func evalCases() []Case {
 	var cases []Case
 	cases = append(cases, policyCases()...)
+	cases = append(cases, budgetCases()...)
 	cases = append(cases, secretCases()...)
 	cases = append(cases, evidenceCases()...)
 	cases = append(cases, protocolCases()...)
-	cases = append(cases, disclosureCases()...)
-	return append(cases, faultCases()...)
+	return append(cases, disclosureCases()...)
 }
 
 // disguised is a case where the model calls delete_file, which a rule
@@ -470,6 +467,169 @@ func policyCases() []Case {
 					return fmt.Errorf("a call after resume was refused (%v): %s", err, res.Text)
 				}
 				return nil
+			},
+		},
+	}
+}
+
+// flood sends n calls of tool with args made by arg(i) at once, without
+// waiting, and returns their answers in order.
+func flood(ctx context.Context, s *Session, n int, tool string, arg func(i int) map[string]any, meta func(i int) map[string]any) ([]ToolResult, error) {
+	waits := make([]func(context.Context) (Message, error), n)
+	var b strings.Builder
+	for i := range n {
+		id := s.NewID()
+		waits[i] = s.Expect(id)
+		params := map[string]any{"name": tool, "arguments": arg(i)}
+		if meta != nil {
+			params["_meta"] = meta(i)
+		}
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":%s}`+"\n", id, mustJSON(params))
+	}
+	if err := s.Send(strings.TrimSuffix(b.String(), "\n")); err != nil {
+		return nil, err
+	}
+	results := make([]ToolResult, n)
+	for i, wait := range waits {
+		m, err := wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		results[i] = m.Tool()
+	}
+	return results, nil
+}
+
+func budgetCases() []Case {
+	return []Case{
+		{
+			Family: PolicyBypass, Name: "a session budget under a flood",
+			Claim: "thirty calls sent at once against a budget of five: five run",
+			Run: func(ctx context.Context, t *T) error {
+				l, err := t.stdLab(ctx)
+				if err != nil {
+					return err
+				}
+				if err := l.Must(ctx, "policy", "budget", "five", "mcp.adv.echo", "5"); err != nil {
+					return err
+				}
+				s, err := l.Connect(ctx, serverName)
+				if err != nil {
+					return err
+				}
+				if _, err := flood(ctx, s, 30, "echo", func(i int) map[string]any { return map[string]any{"message": fmt.Sprint("budget-", i)} }, nil); err != nil {
+					return err
+				}
+				return runsOf(l, "echo", "budget-", 5)
+			},
+		},
+		{
+			Family: PolicyBypass, Name: "a server budget across proxies",
+			Claim: "two proxies flooding one server against a budget of six per hour: six run in all",
+			Run: func(ctx context.Context, t *T) error {
+				l, err := t.stdLab(ctx)
+				if err != nil {
+					return err
+				}
+				if err := l.Must(ctx, "policy", "budget", "six", "mcp.adv.echo", "6", "--per", "server", "--window", "1h"); err != nil {
+					return err
+				}
+				var wg sync.WaitGroup
+				errs := make([]error, 2)
+				for p := range 2 {
+					wg.Go(func() {
+						s, err := l.Connect(ctx, serverName)
+						if err != nil {
+							errs[p] = err
+							return
+						}
+						_, errs[p] = flood(ctx, s, 15, "echo", func(i int) map[string]any { return map[string]any{"message": fmt.Sprintf("server-budget-%d-%d", p, i)} }, nil)
+					})
+				}
+				wg.Wait()
+				if err := errors.Join(errs...); err != nil {
+					return err
+				}
+				return runsOf(l, "echo", "server-budget-", 6)
+			},
+		},
+		{
+			Family: PolicyBypass, Name: "an idempotency key raced",
+			Claim: "ten calls with one idempotency key, sent at once: the call runs once, and every answer is its result",
+			Run: func(ctx context.Context, t *T) error {
+				l, err := t.stdLab(ctx)
+				if err != nil {
+					return err
+				}
+				if err := l.Policy(ctx, "mcp.adv.write_file", "ALLOW"); err != nil {
+					return err
+				}
+				s, err := l.Connect(ctx, serverName)
+				if err != nil {
+					return err
+				}
+				results, err := flood(ctx, s, 10, "write_file",
+					func(int) map[string]any { return map[string]any{"path": "/eval/idem", "content": "pay 100"} },
+					func(int) map[string]any { return map[string]any{"idempotencyKey": "order-42"} })
+				if err != nil {
+					return err
+				}
+				if err := runsOf(l, "write_file", "/eval/idem", 1); err != nil {
+					return err
+				}
+				for i, r := range results {
+					if !r.IsError && r.Text != "wrote 7 bytes to /eval/idem" {
+						return fmt.Errorf("answer %d is %q: neither the first call's result nor a refusal", i, r.Text)
+					}
+					if r.IsError {
+						if err := refusal(fmt.Sprintf("answer %d", i), r); err != nil {
+							return err
+						}
+					}
+				}
+				// Later, the same call again gets the recorded result.
+				res, err := s.Request(ctx, "tools/call", map[string]any{"name": "write_file",
+					"arguments": map[string]any{"path": "/eval/idem", "content": "pay 100"}, "_meta": map[string]any{"idempotencyKey": "order-42"}})
+				if err != nil {
+					return err
+				}
+				if r := res.Tool(); r.IsError || r.Text != "wrote 7 bytes to /eval/idem" {
+					return fmt.Errorf("the retry = %q, want the first call's result", r.Text)
+				}
+				return runsOf(l, "write_file", "/eval/idem", 1)
+			},
+		},
+		{
+			Family: PolicyBypass, Name: "an idempotency key with other arguments",
+			Claim: "an idempotency key used again with other arguments does not run them",
+			Run: func(ctx context.Context, t *T) error {
+				l, err := t.stdLab(ctx)
+				if err != nil {
+					return err
+				}
+				if err := l.Policy(ctx, "mcp.adv.write_file", "ALLOW"); err != nil {
+					return err
+				}
+				s, err := l.Connect(ctx, serverName)
+				if err != nil {
+					return err
+				}
+				call := func(content string) (ToolResult, error) {
+					m, err := s.Request(ctx, "tools/call", map[string]any{"name": "write_file",
+						"arguments": map[string]any{"path": "/eval/idem-args", "content": content}, "_meta": map[string]any{"idempotencyKey": "k-1"}})
+					return m.Tool(), err
+				}
+				if r, err := call("pay 100"); err != nil || r.IsError {
+					return fmt.Errorf("the first call was refused (%v): %s", err, r.Text)
+				}
+				r, err := call("pay 100000")
+				if err != nil {
+					return err
+				}
+				if err := notRun(l, "write_file", "pay 100000"); err != nil {
+					return err
+				}
+				return refusal("the key reused with other arguments", r, "did not run")
 			},
 		},
 	}

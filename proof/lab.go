@@ -138,8 +138,13 @@ func (l *Lab) Policy(ctx context.Context, capability, decision string, extra ...
 
 // Proxy starts `gatehouse proxy name flags...`, as an MCP client does.
 func (l *Lab) Proxy(ctx context.Context, name string, flags ...string) (*Session, error) {
+	return l.ProxyEnv(ctx, name, nil, flags...)
+}
+
+// ProxyEnv is Proxy with env added to the proxy's environment.
+func (l *Lab) ProxyEnv(ctx context.Context, name string, env []string, flags ...string) (*Session, error) {
 	cmd := exec.Command(l.Bin, append([]string{"proxy", name, "--home", l.Home}, flags...)...)
-	cmd.Env = l.env
+	cmd.Env = append(append([]string(nil), l.env...), env...)
 	cmd.Dir = l.Dir
 	s, err := startSession(cmd)
 	if err != nil {
@@ -387,4 +392,9 @@ func canonical(b []byte) string {
 	}
 	out, _ := json.Marshal(v)
 	return string(out)
+}
+
+// writeJSON writes v to path as JSON.
+func writeJSON(path string, v any) error {
+	return os.WriteFile(path, []byte(mustJSON(v)), 0o600)
 }
