@@ -75,6 +75,7 @@ type entryPlan struct {
 	regOld   *store.Server // the registration an update replaces
 	secrets  []secretPut
 	masks    []string // the secret values the entry held, masked in diffs
+	kept     []jfield // the client's own settings the entry had, as written
 	imported []string // the secret ids of the registration governing owns
 	drop     bool     // undo: forget the record without writing (nothing to put back)
 }
@@ -217,8 +218,9 @@ func (m *Manager) PlanGovern(ctx context.Context, sel Selection) (*Plan, error) 
 			}
 		}
 	}
+	unreadable := slices.ContainsFunc(pl.Results, func(r *Result) bool { return r.Name == "" && r.Err != nil })
 	for _, name := range sel.Servers {
-		if !found[name] {
+		if !found[name] && !unreadable { // it may be in the file that cannot be read
 			return nil, fmt.Errorf("%w: %q is in none of the selected clients' files", ErrNoEntry, name)
 		}
 	}
@@ -452,6 +454,9 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 	ep.rec = rec
 	rec.keepEnv = keepEnv
 	rec.src = src
+	for _, k := range src.keep {
+		ep.kept = append(ep.kept, jfield{key: k.key, raw: f.data[k.span[0]:k.span[1]]})
+	}
 	return ep, nil
 }
 
@@ -819,7 +824,7 @@ func (m *Manager) renderOverlays(p *parsed, key string, eps []*entryPlan, fp *Fi
 		if len(ep.rec.keepEnv) > 0 {
 			fields = append(fields, jfield{key: "env", obj: ep.rec.keepEnv})
 		}
-		return fields
+		return append(fields, ep.kept...)
 	}
 	// build returns the members of the object at locator[:level]: the
 	// entries at the end of the path, else the next object down.

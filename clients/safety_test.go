@@ -515,7 +515,8 @@ func TestProjectMCPJSON(t *testing.T) {
 				t.Fatalf("governed file does not parse: %v\n%s", err, governed)
 			}
 			src, _ := locate(p, []string{"projects", proj, "mcpServers", "team-docs"})
-			if src == nil || src.command != testExe || !strings.Contains(string(governed), `"DOCS_TOKEN": "${DOCS_TOKEN}"`) {
+			if src == nil || src.command != testExe || !strings.Contains(string(governed), `"DOCS_TOKEN": "${DOCS_TOKEN}"`) ||
+				!strings.Contains(string(governed), `"timeout": 20000`) {
 				t.Fatalf("no local entry for team-docs:\n%s", governed)
 			}
 			es = mc.entries(ClaudeCode)
