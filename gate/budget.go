@@ -8,6 +8,21 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policy"
 )
 
+// serverBudgetLock is the file in the home folder whose lock a gate holds
+// from counting a per-server budget to writing the receipt that spends it,
+// so that proxies racing each other cannot both take the last place.
+const serverBudgetLock = "budgets.lock"
+
+// perServer reports whether any of budgets is counted per server.
+func perServer(budgets []policy.Budget) bool {
+	for _, b := range budgets {
+		if b.Per == policy.PerServer {
+			return true
+		}
+	}
+	return false
+}
+
 // allowedCall is a call this session's gate allowed, for per-session
 // budgets.
 type allowedCall struct {

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -219,6 +220,15 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 	if d.verdict == policy.Allow && len(budgets) > 0 {
 		g.budgetMu.Lock()
 		defer g.budgetMu.Unlock()
+		if perServer(budgets) && g.cfg.Home != "" {
+			// Other proxies spend the same budget: hold the home's lock
+			// from the count to the receipt, as budgetMu does here.
+			unlock, err := lockServerBudgets(filepath.Join(g.cfg.Home, serverBudgetLock))
+			if err != nil {
+				return nil, fmt.Errorf("lock the server budgets: %w", err)
+			}
+			defer unlock()
+		}
 		b, wait, err := g.overBudget(ctx, budgets, time.Now())
 		if err != nil {
 			return nil, err
