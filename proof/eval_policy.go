@@ -587,14 +587,27 @@ func budgetCases() []Case {
 						}
 					}
 				}
-				// Later, the same call again gets the recorded result.
-				res, err := s.Request(ctx, "tools/call", map[string]any{"name": "write_file",
-					"arguments": map[string]any{"path": "/eval/idem", "content": "pay 100"}, "_meta": map[string]any{"idempotencyKey": "order-42"}})
-				if err != nil {
-					return err
-				}
-				if r := res.Tool(); r.IsError || r.Text != "wrote 7 bytes to /eval/idem" {
-					return fmt.Errorf("the retry = %q, want the first call's result", r.Text)
+				// A retry gets the recorded result once the outcome is
+				// written (the proxy writes it just after the answer; until
+				// then a retry is refused, saying why).
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					res, err := s.Request(ctx, "tools/call", map[string]any{"name": "write_file",
+						"arguments": map[string]any{"path": "/eval/idem", "content": "pay 100"}, "_meta": map[string]any{"idempotencyKey": "order-42"}})
+					if err != nil {
+						return err
+					}
+					r := res.Tool()
+					if !r.IsError && r.Text == "wrote 7 bytes to /eval/idem" {
+						break
+					}
+					if err := refusal("a retry", r, "not run twice"); err != nil {
+						return err
+					}
+					if time.Now().After(deadline) {
+						return fmt.Errorf("a retry 5s later is still refused: %q", r.Text)
+					}
+					time.Sleep(50 * time.Millisecond)
 				}
 				return runsOf(l, "write_file", "/eval/idem", 1)
 			},
