@@ -91,7 +91,17 @@ var absPrograms = []string{"/usr/local/bin/tools-mcp", "/usr/local/bin/docs-mcp"
 
 func newMachine(t *testing.T, goos string) *machine {
 	t.Helper()
-	mc := &machine{t: t, home: t.TempDir(), kc: &fakeKeychain{}}
+	return newMachineTB(t, t, goos)
+}
+
+// newMachineB is a Linux machine for benchmarks.
+func newMachineB(b *testing.B) *machine {
+	b.Helper()
+	return newMachineTB(b, nil, "linux")
+}
+
+func newMachineTB(tb testing.TB, t *testing.T, goos string) *machine {
+	mc := &machine{t: t, home: tb.TempDir(), kc: &fakeKeychain{}}
 	mc.env = Env{GOOS: goos, Home: mc.home, Cwd: mc.home, Path: "/usr/local/bin:/usr/bin:/bin"}
 	if goos == "windows" {
 		mc.env.AppData = filepath.Join(mc.home, "AppData", "Roaming")
@@ -113,15 +123,15 @@ func newMachine(t *testing.T, goos string) *machine {
 	mc.env.Running = func(ID) (bool, time.Time, error) { return mc.running, time.Time{}, nil }
 	mc.env.Tracked = func(string) bool { return false }
 	ctx := context.Background()
-	st, err := store.Open(ctx, t.TempDir(), nil)
+	st, err := store.Open(ctx, tb.TempDir(), nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	tb.Cleanup(func() { st.Close() })
 	mc.st = st
 	mc.m, err = New(ctx, st, &Options{Env: &mc.env, Keychain: mc.kc, Executable: testExe})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return mc
 }

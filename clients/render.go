@@ -163,7 +163,13 @@ func firstArray(data []byte) (inline, found bool) {
 
 // fileUnit guesses a file's indentation unit from its first indented line.
 func fileUnit(data []byte) string {
-	for _, line := range bytes.Split(data, []byte("\n")) {
+	for rest := data; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
 		i := 0
 		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
 			i++

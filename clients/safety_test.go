@@ -543,27 +543,7 @@ func TestProjectMCPJSON(t *testing.T) {
 func TestLargeClaudeJSON(t *testing.T) {
 	t.Parallel()
 	mc := newMachine(t, "linux")
-	var b strings.Builder
-	b.WriteString("{\n  \"numStartups\": 912,\n  \"projects\": {\n")
-	for i := range 400 {
-		if i > 0 {
-			b.WriteString(",\n")
-		}
-		fmt.Fprintf(&b, "    \"/home/dev/src/p%03d\": {\n      \"allowedTools\": [],\n      \"history\": [\n", i)
-		for j := range 20 {
-			if j > 0 {
-				b.WriteString(",\n")
-			}
-			fmt.Fprintf(&b, "        {\n          \"display\": \"step %d of project %d: \\\"quote\\\" ✓\",\n          \"pastedContents\": {}\n        }", j, i)
-		}
-		b.WriteString("\n      ],\n      \"mcpServers\": {")
-		if i%50 == 7 {
-			fmt.Fprintf(&b, "\n        \"tool-%d\": {\n          \"type\": \"stdio\",\n          \"command\": \"npx\",\n          \"args\": [\n            \"-y\",\n            \"tool-%d\"\n          ],\n          \"env\": {\n            \"TOOL_API_KEY\": \"sk-testNOTreal%020d\"\n          }\n        }\n      ", i, i, i)
-		}
-		b.WriteString("},\n      \"hasTrustDialogAccepted\": true\n    }")
-	}
-	b.WriteString("\n  },\n  \"userID\": \"abc\"\n}\n")
-	orig := []byte(b.String())
+	orig := largeClaudeJSON(400, 20, 50)
 	path := filepath.Join(mc.home, ".claude.json")
 	mc.write(path, orig)
 	pl := mc.govern(Selection{})
@@ -709,5 +689,73 @@ func TestEscapedSecret(t *testing.T) {
 	}
 	if n := mc.kc.len(); n != 0 {
 		t.Errorf("%d keychain items left: %v", n, mc.kc.m)
+	}
+}
+
+// largeClaudeJSON is a ~/.claude.json with projects, each with a history of
+// prompts; every step-th project has a server with a secret.
+func largeClaudeJSON(projects, history, step int) []byte {
+	var b strings.Builder
+	b.WriteString("{\n  \"numStartups\": 912,\n  \"projects\": {\n")
+	for i := range projects {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, "    \"/home/dev/src/p%03d\": {\n      \"allowedTools\": [],\n      \"history\": [\n", i)
+		for j := range history {
+			if j > 0 {
+				b.WriteString(",\n")
+			}
+			fmt.Fprintf(&b, "        {\n          \"display\": \"step %d of project %d: \\\"quote\\\" ✓\",\n          \"pastedContents\": {}\n        }", j, i)
+		}
+		b.WriteString("\n      ],\n      \"mcpServers\": {")
+		if i%step == 7 {
+			fmt.Fprintf(&b, "\n        \"tool-%d\": {\n          \"type\": \"stdio\",\n          \"command\": \"npx\",\n          \"args\": [\n            \"-y\",\n            \"tool-%d\"\n          ],\n          \"env\": {\n            \"TOOL_API_KEY\": \"sk-testNOTreal%020d\"\n          }\n        }\n      ", i, i, i)
+		}
+		b.WriteString("},\n      \"hasTrustDialogAccepted\": true\n    }")
+	}
+	b.WriteString("\n  },\n  \"userID\": \"abc\"\n}\n")
+	return []byte(b.String())
+}
+
+// Planning govern and undo over a ~/.claude.json of 2,000 projects
+// (about 4 MB) with 40 servers.
+func BenchmarkPlanLargeClaudeJSON(b *testing.B) {
+	data := largeClaudeJSON(2000, 20, 50)
+	for _, undo := range []bool{false, true} {
+		name := "govern"
+		if undo {
+			name = "undo"
+		}
+		b.Run(name, func(b *testing.B) {
+			mc := newMachineB(b)
+			path := filepath.Join(mc.home, ".claude.json")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			if undo {
+				pl, err := mc.m.PlanGovern(ctx, Selection{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := mc.m.Apply(ctx, pl); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(len(data)))
+			b.ResetTimer()
+			for b.Loop() {
+				var err error
+				if undo {
+					_, err = mc.m.PlanUndo(ctx, Selection{})
+				} else {
+					_, err = mc.m.PlanGovern(ctx, Selection{})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

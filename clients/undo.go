@@ -105,65 +105,77 @@ func (m *Manager) planUndoFile(path string, rs []*record, force bool) (*FilePlan
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	fp.old = data
-	cur := data
-	var edits []edit // for the diff: each made on the file as the earlier ones left it
-	var masks []string
+	hash := sum(data)
 	changedSince := false
+	var masks []string
+	// Entries governing replaced go back together, found in one parse;
+	// entries it added come out one at a time, each found in the file as
+	// the last left it. Every edit is also kept in the original file's
+	// offsets, for the diff.
+	var replaced, added []*entryPlan
 	for _, ep := range fp.entries {
-		r := ep.rec
-		if sum(data) != r.FileHash {
+		if ep.rec.FileHash != hash {
 			changedSince = true
 		}
-		p, err := parseFile(sp, path, cur)
-		if err != nil {
-			return nil, err
+		if ep.rec.Inserted == nil {
+			replaced = append(replaced, ep)
+		} else {
+			added = append(added, ep)
 		}
+	}
+	var edits []edit // in data's offsets
+	p, err := parseFile(sp, path, data)
+	if err != nil {
+		return nil, err
+	}
+	for _, ep := range replaced {
+		r := ep.rec
 		src, err := locate(p, r.Locator)
 		if err != nil {
 			return nil, err
 		}
-		if src == nil {
-			ep.drop, ep.res.Skipped = true, "no longer in the file (removed since governing); nothing to put back"
+		if !m.undoable(p, src, ep, force) {
 			continue
 		}
-		if !sameEntry(p, src, r.Written) && !force {
-			if r.Inserted == nil {
-				if orig, err := m.restore(r); err == nil && sameEntry(p, src, orig) {
-					ep.drop, ep.res.Skipped = true, "already back as it was"
-					continue
-				}
-			}
-			ep.res.Skipped = "changed since governing; undo --force puts the original back over the change"
+		orig, err := m.restore(r)
+		if err != nil {
+			ep.res.Skipped, ep.res.Err = err.Error(), err
 			continue
 		}
-		var ed edit
-		if r.Inserted != nil {
-			ed, err = removeInserted(p, r)
-			if err != nil {
-				return nil, err
-			}
-		} else {
-			orig, err := m.restore(r)
-			if err != nil {
-				ep.res.Skipped = err.Error()
-				ep.res.Err = err
-				continue
-			}
-			for _, h := range r.Holes {
-				v, _ := m.kc.Secret(h.Secret)
-				masks = append(masks, v, jsonQuote(v), tomlQuote(v))
-			}
-			if sp.format != formatTOML {
-				orig = reindent(orig, r.Indent, lineIndent(cur, src.keyAt))
-			}
-			ed = edit{start: src.span[0], end: src.span[1], text: orig}
+		for _, h := range r.Holes {
+			v, _ := m.kc.Secret(h.Secret)
+			masks = append(masks, v, jsonQuote(v), tomlQuote(v))
 		}
-		next, err := applyEdits(cur, []edit{ed})
+		if sp.format != formatTOML {
+			orig = reindent(orig, r.Indent, lineIndent(data, src.keyAt))
+		}
+		edits = append(edits, edit{start: src.span[0], end: src.span[1], text: orig})
+	}
+	cur, err := applyEdits(data, edits)
+	if err != nil {
+		return nil, err
+	}
+	for _, ep := range added {
+		p, err := parseFile(sp, path, cur)
 		if err != nil {
 			return nil, err
 		}
-		edits = append(edits, ed)
-		cur = next
+		src, err := locate(p, ep.rec.Locator)
+		if err != nil {
+			return nil, err
+		}
+		if !m.undoable(p, src, ep, force) {
+			continue
+		}
+		ed, err := removeInserted(p, ep.rec)
+		if err != nil {
+			return nil, err
+		}
+		if cur, err = applyEdits(cur, []edit{ed}); err != nil {
+			return nil, err
+		}
+		old := edit{start: toOld(edits, ed.start), end: toOld(edits, ed.end), text: ed.text}
+		edits = append(edits, old)
 	}
 	fp.new = cur
 	if bytes.Equal(fp.old, fp.new) {
@@ -172,15 +184,14 @@ func (m *Manager) planUndoFile(path string, rs []*record, force bool) (*FilePlan
 	if _, err := parseFile(sp, path, fp.new); err != nil {
 		return nil, fmt.Errorf("undo %s: the restored file would not parse (%v); nothing written", path, err)
 	}
-	// The diff is of the whole change; with one edit, of that edit.
-	if len(edits) == 1 {
-		fp.Diff = unifiedDiff(path, fp.old, fp.new, edits, masks)
-	} else {
-		fp.Diff = unifiedDiff(path, fp.old, fp.new, []edit{wholeChange(fp.old, fp.new)}, masks)
+	if check, err := applyEdits(fp.old, edits); err != nil || !bytes.Equal(check, fp.new) {
+		edits = []edit{wholeChange(fp.old, fp.new)}
 	}
+	fp.Diff = unifiedDiff(path, fp.old, fp.new, edits, masks)
 	exact := false
+	newHash := sum(fp.new)
 	for _, ep := range fp.entries {
-		if sum(fp.new) == ep.rec.BeforeHash {
+		if newHash == ep.rec.BeforeHash {
 			exact = true
 		}
 	}
@@ -194,6 +205,43 @@ func (m *Manager) planUndoFile(path string, rs []*record, force bool) (*FilePlan
 		}
 	}
 	return fp, nil
+}
+
+// undoable reports whether the governed entry src (nil: gone) can be put
+// back; when not, the result says why.
+func (m *Manager) undoable(p *parsed, src *source, ep *entryPlan, force bool) bool {
+	r := ep.rec
+	if src == nil {
+		ep.drop, ep.res.Skipped = true, "no longer in the file (removed since governing); nothing to put back"
+		return false
+	}
+	if sameEntry(p, src, r.Written) || force {
+		return true
+	}
+	if r.Inserted == nil {
+		if orig, err := m.restore(r); err == nil && sameEntry(p, src, orig) {
+			ep.drop, ep.res.Skipped = true, "already back as it was"
+			return false
+		}
+	}
+	ep.res.Skipped = "changed since governing; undo --force puts the original back over the change"
+	return false
+}
+
+// toOld maps an offset in a file edited by edits (in the original's
+// offsets) back to the original.
+func toOld(edits []edit, x int) int {
+	sorted := slices.Clone(edits)
+	slices.SortFunc(sorted, func(a, b edit) int { return a.start - b.start })
+	shift := 0
+	for _, e := range sorted {
+		newStart := e.start + shift
+		if x <= newStart {
+			break
+		}
+		shift += len(e.text) - (e.end - e.start)
+	}
+	return x - shift
 }
 
 // wholeChange is one edit from the first byte old and new differ at to the
