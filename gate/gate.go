@@ -20,6 +20,7 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -108,8 +109,9 @@ type Gate struct {
 	idemMu sync.Mutex
 
 	mu     sync.Mutex
-	policy *policy.Policy   // last read; guarded by mu
-	grants map[string]grant // capability -> what a person allowed; guarded by mu
+	hashes map[string]toolHashMemo // by tool name: the last definition hashed; guarded by mu
+	policy *policy.Policy          // last read; guarded by mu
+	grants map[string]grant        // capability -> what a person allowed; guarded by mu
 }
 
 // grant is a person's lasting "yes" to a tool, for this session or a while.
@@ -131,7 +133,11 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 	if cfg.ApprovalWait <= 0 {
 		cfg.ApprovalWait = DefaultApprovalWait
 	}
-	g := &Gate{cfg: cfg, pins: pins{cfg.Pins.DB()}, log: cfg.Logger, grants: map[string]grant{}}
+	pn, err := newPins(ctx, cfg.Pins.DB())
+	if err != nil {
+		return nil, err
+	}
+	g := &Gate{cfg: cfg, pins: pn, log: cfg.Logger, grants: map[string]grant{}, hashes: map[string]toolHashMemo{}}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -477,13 +483,13 @@ func (g *Gate) checkPin(ctx context.Context, c *gateway.Call) (*approval.Change,
 	if c.Definition == nil {
 		return nil, "", nil
 	}
-	canonical, hash, err := ToolHash(c.Definition.Raw)
+	canonical, hash, err := g.toolHash(c.Definition)
 	if err != nil {
 		return nil, "", err
 	}
 	g.pinMu.Lock()
 	defer g.pinMu.Unlock()
-	pin, err := g.pins.get(ctx, g.cfg.Server, c.Tool)
+	pinned, err := g.pins.hash(ctx, g.cfg.Server, c.Tool)
 	switch {
 	case errors.Is(err, errNoPin):
 		if err := g.pin(ctx, c.Tool, "", hash, canonical); err != nil {
@@ -492,10 +498,40 @@ func (g *Gate) checkPin(ctx context.Context, c *gateway.Call) (*approval.Change,
 		return nil, hash, nil
 	case err != nil:
 		return nil, "", err
-	case pin.Hash == hash:
+	case pinned == hash:
 		return nil, hash, nil
 	}
+	pin, err := g.pins.get(ctx, g.cfg.Server, c.Tool)
+	if err != nil {
+		return nil, "", err
+	}
 	return &approval.Change{Old: pin.Definition, New: canonical}, hash, nil
+}
+
+// toolHashMemo is a tool definition as listed, and its pinned part's hash.
+type toolHashMemo struct {
+	raw       json.RawMessage
+	canonical []byte
+	hash      string
+}
+
+// toolHash is [ToolHash] of def, remembered while the server lists the same
+// definition: a call does not canonicalise its tool's schema again.
+func (g *Gate) toolHash(def *gateway.Tool) ([]byte, string, error) {
+	g.mu.Lock()
+	m, ok := g.hashes[def.Name]
+	g.mu.Unlock()
+	if ok && bytes.Equal(m.raw, def.Raw) {
+		return m.canonical, m.hash, nil
+	}
+	canonical, hash, err := ToolHash(def.Raw)
+	if err != nil {
+		return nil, "", err
+	}
+	g.mu.Lock()
+	g.hashes[def.Name] = toolHashMemo{raw: def.Raw, canonical: canonical, hash: hash}
+	g.mu.Unlock()
+	return canonical, hash, nil
 }
 
 func (g *Gate) acceptPin(ctx context.Context, c *gateway.Call) error {

@@ -51,9 +51,34 @@ func ToolHash(definition json.RawMessage) (canonical []byte, hash string, err er
 }
 
 // pins keeps accepted tool definitions in the shared database.
-type pins struct{ db *sql.DB }
+type pins struct {
+	db       *sql.DB
+	hashStmt *sql.Stmt // a pin's hash, read on every call
+}
+
+func newPins(ctx context.Context, db *sql.DB) (pins, error) {
+	stmt, err := db.PrepareContext(ctx, `SELECT hash FROM pins WHERE server = ? AND tool = ?`)
+	if err != nil {
+		return pins{}, fmt.Errorf("open pins: %w", err)
+	}
+	return pins{db: db, hashStmt: stmt}, nil
+}
 
 var errNoPin = errors.New("no pin")
+
+// hash returns the pinned hash of tool: what a call compares, without
+// reading the definition.
+func (p pins) hash(ctx context.Context, server, tool string) (string, error) {
+	var h string
+	err := p.hashStmt.QueryRowContext(ctx, server, tool).Scan(&h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", errNoPin
+	}
+	if err != nil {
+		return "", fmt.Errorf("read pin of %s.%s: %w", server, tool, err)
+	}
+	return h, nil
+}
 
 func (p pins) get(ctx context.Context, server, tool string) (Pin, error) {
 	var pin Pin

@@ -72,6 +72,9 @@ var ErrNotFound = errors.New("not found")
 type Store struct {
 	db  *sql.DB
 	rec Recorder
+	// version reads the current version: prepared once, since a proxy
+	// runs it before every decision.
+	version *sql.Stmt
 }
 
 // Open opens the policy store in m's database, creating its tables on first
@@ -83,7 +86,12 @@ func Open(ctx context.Context, m Migrator, opts *Options) (*Store, error) {
 	if err := m.Migrate(ctx, "policy", migrations); err != nil {
 		return nil, fmt.Errorf("open policy store: %w", err)
 	}
-	return &Store{db: m.DB(), rec: opts.Recorder}, nil
+	s := &Store{db: m.DB(), rec: opts.Recorder}
+	var err error
+	if s.version, err = s.db.PrepareContext(ctx, `SELECT version FROM policy_current WHERE id = 1`); err != nil {
+		return nil, fmt.Errorf("open policy store: %w", err)
+	}
+	return s, nil
 }
 
 // migrations are the store's schema steps. Append only.
@@ -110,7 +118,7 @@ var migrations = []string{
 // one row: cheap enough to call before every decision.
 func (s *Store) CurrentVersion(ctx context.Context) (int64, error) {
 	var v int64
-	if err := s.db.QueryRowContext(ctx, `SELECT version FROM policy_current WHERE id = 1`).Scan(&v); err != nil {
+	if err := s.version.QueryRowContext(ctx).Scan(&v); err != nil {
 		return 0, fmt.Errorf("read current policy version: %w", err)
 	}
 	return v, nil
