@@ -1,12 +1,40 @@
 // Package app is the Gatehouse desktop interface: a tray icon, a main
-// window that shows what the Gatehouse home folder holds, and the approval
-// window where a person answers the tool calls a policy holds for approval.
+// window with the views a user lives in, and the approval window where a
+// person answers the tool calls a policy holds for approval.
 //
-// The interface is a thin client over [store]: it reads, it does not keep its
-// own copy of anything, and every change made elsewhere (with the gatehouse
-// CLI, or by another process) shows up at the next refresh. The window
-// refreshes when it is opened, when the app comes to the foreground, and when
-// the user presses Refresh.
+// The interface is a thin client over the core packages: [store] (servers,
+// settings), [receipts] (the evidence log), [policy], [gate] (tools, pins,
+// pause), [vault] (through a [Keychain]) and [autostart]. It reads, it does
+// not keep its own copy of anything, and every change made elsewhere (with
+// the gatehouse CLI, or by a proxy) shows up at the next refresh.
+//
+// # Views
+//
+// The main window has a sidebar with the state of the gate (protecting N
+// servers, or paused) and a button to pause every tool call and resume, and
+// these views:
+//
+//   - Servers: the registered MCP servers, each with its tools, their risk,
+//     what the policy decides for them and whether their definition changed
+//     since it was accepted; add, edit, remove a server, its credentials
+//     typed into password fields and kept in the keychain; test a
+//     connection.
+//   - Policy: the defaults by risk, the rules, and an explanation of the
+//     decision on a sample call.
+//   - History: every call, decision and outcome of the evidence log,
+//     searched as the user types, filtered by time, server, decision and
+//     status, in a list that pages through a million entries, with a chart
+//     of calls over time and, for the entry selected, the signed entry, its
+//     verification (signature, inclusion in the log's tree) and its payload
+//     or the tombstone it left when erased. New calls appear as they happen.
+//   - Export: an auditor's bundle of the entries a filter chooses, written
+//     to a folder and verified offline at once.
+//   - Settings: how long proxies wait for an approval, the home folder,
+//     the signing keys (rotate, export the public keys), the log level and
+//     starting at login.
+//
+// When a read fails, the view says why and what to do (a keychain to unlock,
+// a database another program holds locked) and tries again by itself.
 //
 // # Wiring
 //
@@ -44,11 +72,11 @@
 // for a tool whose definition changed since the user accepted it, what
 // changed. Six answers: deny, allow once, for the proxy session, for some
 // minutes, always, always deny. Requests that arrive meanwhile queue in the
-// same window ("1 of 3 waiting"); one whose proxy went away leaves it. A
-// countdown says when the proxy stops waiting (45 seconds, the gate's
-// default) and tells the agent to retry; it stops as soon as the person
-// touches the window, and the request stays: an answer given later applies
-// to the agent's next identical call.
+// same window ("1 of 3 waiting"); one whose proxy went away leaves it, and
+// the window says so. A countdown says when the proxy stops waiting (as the
+// request says, else 45 seconds, the gate's default) and tells the agent to
+// retry; it stops as soon as the person touches the window, and the request
+// stays: an answer given later applies to the agent's next identical call.
 // The answers stay disabled for a moment each time a request comes on
 // screen, so a click meant for another window answers nothing.
 //
@@ -63,9 +91,11 @@
 // # Tray and window
 //
 // When the driver supports a system tray ([desktop.App]), [New] adds a tray
-// icon whose menu opens the window or quits. Closing the window then only
-// hides it; Gatehouse keeps running in the tray until Quit. Without a tray,
-// closing the window quits, since nothing could bring it back.
+// icon whose menu says how things stand (servers protected, calls today,
+// approvals waiting), pauses and resumes, opens the history, the settings
+// or the window, and quits. Closing the window then only hides it;
+// Gatehouse keeps running in the tray until Quit. Without a tray, closing
+// the window quits, since nothing could bring it back.
 //
 // # Threads
 //
@@ -90,6 +120,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/approval"
 	"github.com/gatehouse-dev/gatehouse/assets"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
 // Title is the main window's title.
@@ -99,28 +130,55 @@ const Title = "Gatehouse"
 // window shows it.
 const AddServerCommand = "gatehouse server add NAME -- COMMAND [ARGS...]"
 
-// readTimeout bounds one read of the server list. Reads do not wait for
-// writers (the database runs in WAL mode), so this only guards against a
-// stuck file system.
+// readTimeout bounds one read of the store. Reads do not wait for writers
+// (the database runs in WAL mode), so this only guards against a stuck file
+// system or a lock held by a program that does not play by SQLite's rules.
 const readTimeout = 15 * time.Second
+
+// pollEvery is how often the window looks for new calls and a change of
+// the pause, when Options.Poll does not say.
+const pollEvery = time.Second
 
 // Options configure [New]. Nil options mean the defaults.
 type Options struct {
-	// Version is shown in the window's footer, for example "0.1.0".
-	// Empty shows none.
+	// Version is shown in the sidebar, for example "0.1.0". Empty shows
+	// none.
 	Version string
 
 	// Logger records errors that the window also shows. Nil discards them.
 	Logger *slog.Logger
+
+	// Keychain holds the signing key and the servers' credentials. Nil
+	// means the OS keychain, under the home folder's service
+	// ([store.Store.KeychainService]).
+	Keychain Keychain
+
+	// Poll is how often the window looks for new calls (one cheap read of
+	// the log's size) and for a pause made elsewhere. Zero means every
+	// second; a negative value turns polling off (tests poll by hand).
+	Poll time.Duration
+
+	// Executable is the path of the app's program, for starting at login.
+	// Empty means the running program's.
+	Executable string
+
+	// LogLevel, when set, is the level of Logger's handler: the Settings
+	// view changes it along with the setting the proxies read.
+	LogLevel *slog.LevelVar
 }
 
-// A UI is the Gatehouse interface on one [fyne.App]: its tray icon and its
-// main window.
+// A UI is the Gatehouse interface on one [fyne.App]: its tray icon, its
+// main window and its approval window.
 type UI struct {
-	app  fyne.App
-	st   *store.Store
-	log  *slog.Logger
-	tray bool // a tray icon was set up, so closing the window hides it
+	app     fyne.App
+	st      *store.Store
+	core    *core
+	log     *slog.Logger
+	tray    bool // a tray icon was set up, so closing the window hides it
+	poll    time.Duration
+	exe     string
+	version string
+	level   *slog.LevelVar
 
 	ctx    context.Context // cancelled by Close; parent of every store read
 	cancel context.CancelFunc
@@ -128,15 +186,34 @@ type UI struct {
 
 	// The fields below belong to the Fyne thread.
 	win        fyne.Window
-	view       *mainView
-	gen        uint64 // counts refreshes; only the latest one's result is shown
-	shown      bool   // the window has been shown at least once
+	shell      *shell
+	view       *serversPage
+	history    *historyPage
+	policy     *policyPage
+	export     *exportPage
+	settings   *settingsPage
+	agents     *agentsPage
+	shown      bool // the window has been shown at least once
 	approvals  *approvals
-	foreground bool // one of the app's windows has the focus
+	foreground bool   // one of the app's windows has the focus
+	status     status // what the sidebar and the tray say
+	statusGen  uint64 // counts status reads; only the latest is shown
+	stopPoll   func() bool
+	polling    bool // startPolling ran
+
+	// clock runs the views' timers (retries, debounce, polling).
+	clock clock
 
 	// refreshed, when set, runs on the Fyne thread after a refresh's result
 	// reaches the window. Tests use it to wait without sleeping.
 	refreshed func()
+	// statusShown, when set, runs after a status read reached the sidebar
+	// and the tray. Tests use it.
+	statusShown func()
+	// doFn, when set, replaces fyne.Do. Fyne's test driver runs fyne.Do on
+	// the calling goroutine, so tests serialize the UI's callbacks with it
+	// as the real driver's main thread does.
+	doFn func(func())
 }
 
 var _ approval.UI = (*UI)(nil)
@@ -156,13 +233,27 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	kc := opts.Keychain
+	if kc == nil {
+		kc = vault.New(&vault.Options{Service: st.KeychainService()})
+	}
+	poll := opts.Poll
+	if poll == 0 {
+		poll = pollEvery
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	u := &UI{
-		app:    a,
-		st:     st,
-		log:    log.WithGroup("app"),
-		ctx:    ctx,
-		cancel: cancel,
+		app:     a,
+		st:      st,
+		core:    &core{st: st, kc: kc},
+		log:     log.WithGroup("app"),
+		poll:    poll,
+		exe:     opts.Executable,
+		version: opts.Version,
+		level:   opts.LogLevel,
+		ctx:     ctx,
+		cancel:  cancel,
+		clock:   systemClock{},
 	}
 
 	a.Settings().SetTheme(newTheme(a.Settings().Theme()))
@@ -172,9 +263,15 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 	u.approvals = newApprovals(u, systemClock{})
 	u.win = a.NewWindow(Title)
 	u.win.SetIcon(iconResource)
-	u.view = newMainView(u, st.Dir(), opts.Version)
-	u.win.SetContent(u.view.content)
-	u.win.Resize(fyne.NewSize(760, 480))
+	u.view = newServersPage(u)
+	u.history = newHistoryPage(u)
+	u.policy = newPolicyPage(u)
+	u.export = newExportPage(u)
+	u.settings = newSettingsPage(u)
+	u.agents = newAgentsPage(u)
+	u.shell = newShell(u, st.Dir(), opts.Version)
+	u.win.SetContent(u.shell.content)
+	u.win.Resize(windowDefaultSize)
 
 	u.tray = u.setupTray()
 	if u.tray {
@@ -189,8 +286,16 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 		}
 	})
 	a.Lifecycle().SetOnExitedForeground(func() { u.foreground = false })
+	// Started hidden in the tray, the app still says how things stand.
+	a.Lifecycle().SetOnStarted(func() {
+		u.refreshStatus()
+		u.startPolling()
+	})
 	return u
 }
+
+// windowDefaultSize is the main window's size when it first opens.
+var windowDefaultSize = fyne.NewSize(1120, 720)
 
 // iconResource is the app icon as a Fyne resource.
 var iconResource = fyne.NewStaticResource("gatehouse.svg", assets.IconSVG)
@@ -201,42 +306,18 @@ var iconResource = fyne.NewStaticResource("gatehouse.svg", assets.IconSVG)
 var trayIconResource = fyne.NewStaticResource("gatehouse-64.png", assets.IconPNG(64))
 
 // setupTray adds the tray icon and its menu, and reports whether the driver
-// supports a tray. The menu ends with a Quit item marked IsQuit, which stops
-// Fyne from appending a second one.
+// supports a tray.
 func (u *UI) setupTray() bool {
 	d, ok := u.app.(desktop.App)
 	if !ok {
 		return false
 	}
-	d.SetSystemTrayMenu(u.trayMenu(0))
+	d.SetSystemTrayMenu(u.trayMenu())
 	d.SetSystemTrayIcon(trayIconResource)
 	// Where the tray host supports it (Windows, macOS, most Linux panels), a
 	// click on the icon opens the window and the menu is on the other button.
 	d.SetSystemTrayWindow(u.win)
 	return true
-}
-
-// trayMenu returns the tray menu for n requests waiting: it says how many
-// and opens them, and always opens the main window and quits.
-func (u *UI) trayMenu(n int) *fyne.Menu {
-	quit := fyne.NewMenuItem("Quit", u.Quit)
-	quit.IsQuit = true
-	open := fyne.NewMenuItem("Open Gatehouse", u.ShowMain)
-	items := []*fyne.MenuItem{open, fyne.NewMenuItemSeparator(), quit}
-	if n > 0 {
-		count := fyne.NewMenuItem(approvalsWaiting(n), nil)
-		count.Disabled = true
-		items = append([]*fyne.MenuItem{count, fyne.NewMenuItem("Open approvals", u.ShowApprovals), fyne.NewMenuItemSeparator()}, items...)
-	}
-	return fyne.NewMenu(Title, items...)
-}
-
-// approvalsWaiting says how many requests wait, as the tray menu says it.
-func approvalsWaiting(n int) string {
-	if n == 1 {
-		return "1 approval waiting"
-	}
-	return fmt.Sprintf("%d approvals waiting", n)
 }
 
 // HasTray reports whether Gatehouse has a tray icon, so that the main window
@@ -247,46 +328,48 @@ func (u *UI) HasTray() bool { return u.tray }
 func (u *UI) Window() fyne.Window { return u.win }
 
 // ShowMain shows the main window, brings it to the front and refreshes it.
+// It also starts watching for new calls and for a pause made elsewhere.
 func (u *UI) ShowMain() {
 	if !u.shown {
 		u.shown = true
 		u.win.CenterOnScreen()
 	}
+	u.startPolling()
 	u.win.Show()
 	u.win.RequestFocus()
 	u.Refresh()
 }
 
-// Refresh reads the server list again and shows it. The read runs on its own
-// goroutine; a read that finishes after a newer one started is dropped.
+// Views are the names of the main window's views, for [UI.Open].
+var Views = []string{pageServers, pageAgents, pagePolicy, pageHistory, pageExport, pageSettings}
+
+// Open shows the main window on the view called name (one of [Views]).
+func (u *UI) Open(name string) {
+	u.shell.open(name)
+	u.ShowMain()
+}
+
+// ShowHistory shows the main window on the history view.
+func (u *UI) ShowHistory() {
+	u.shell.open(pageHistory)
+	u.ShowMain()
+}
+
+// ShowSettings shows the main window on the settings view.
+func (u *UI) ShowSettings() {
+	u.shell.open(pageSettings)
+	u.ShowMain()
+}
+
+// Refresh reads again what the view on screen shows, and the state in the
+// sidebar and the tray. The reads run on their own goroutines; a read that
+// finishes after a newer one started is dropped.
 func (u *UI) Refresh() {
 	if u.ctx.Err() != nil {
 		return
 	}
-	u.gen++
-	gen := u.gen
-	u.reads.Add(1)
-	go func() {
-		defer u.reads.Done()
-		ctx, cancel := context.WithTimeout(u.ctx, readTimeout)
-		defer cancel()
-		servers, err := u.st.Servers(ctx)
-		if u.ctx.Err() != nil {
-			return // closed: the window may be gone
-		}
-		if err != nil {
-			u.log.Error("refresh server list", "err", err)
-		}
-		fyne.Do(func() {
-			if gen != u.gen {
-				return
-			}
-			u.view.show(servers, err)
-			if u.refreshed != nil {
-				u.refreshed()
-			}
-		})
-	}()
+	u.refreshStatus()
+	u.shell.refreshCurrent()
 }
 
 // Show shows an approval request that a proxy sent: it joins the queue of
@@ -326,7 +409,7 @@ func (u *UI) SetApproverError(err error) {
 	if err != nil {
 		u.log.Error("serve approvals", "err", err)
 	}
-	u.view.showApprover(err)
+	u.shell.showApprover(err)
 }
 
 // ShowApprovals brings the approval window to the front, with the requests
@@ -341,11 +424,9 @@ func (u *UI) ApprovalWindow() fyne.Window { return u.approvals.win }
 // approvalsChanged shows how many requests wait in the tray menu and the
 // main window.
 func (u *UI) approvalsChanged() {
-	n := len(u.approvals.queue)
-	u.view.showWaiting(n)
-	if d, ok := u.app.(desktop.App); ok && u.tray {
-		d.SetSystemTrayMenu(u.trayMenu(n))
-	}
+	u.status.waiting = len(u.approvals.queue)
+	u.shell.showWaiting(u.status.waiting)
+	u.statusChanged()
 }
 
 // notification announces a request on the desktop. Notification servers
@@ -379,11 +460,34 @@ func (u *UI) do(f func()) {
 	if u.ctx.Err() != nil {
 		return
 	}
-	fyne.Do(func() {
+	run := fyne.Do
+	if u.doFn != nil {
+		run = u.doFn
+	}
+	run(func() {
 		if u.ctx.Err() == nil {
 			f()
 		}
 	})
+}
+
+// goRead runs read on a goroutine the UI owns, with a deadline, and hands
+// its result to show on the Fyne thread, unless the UI closed meanwhile.
+func goRead[T any](u *UI, read func(ctx context.Context) (T, error), show func(T, error)) {
+	if u.ctx.Err() != nil {
+		return
+	}
+	u.reads.Add(1)
+	go func() {
+		defer u.reads.Done()
+		ctx, cancel := context.WithTimeout(u.ctx, readTimeout)
+		defer cancel()
+		v, err := read(ctx)
+		if u.ctx.Err() != nil {
+			return // closed: the window may be gone
+		}
+		u.do(func() { show(v, err) })
+	}()
 }
 
 // Close stops the reads in flight and waits for them. Call it after
@@ -391,8 +495,12 @@ func (u *UI) do(f func()) {
 // more approval requests.
 func (u *UI) Close() {
 	u.cancel()
+	if u.stopPoll != nil {
+		u.stopPoll()
+	}
 	u.reads.Wait()
 	u.approvals.close()
+	u.shell.close()
 }
 
 // Quit hides the window, then stops the app once the event loop has drained

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,6 +51,26 @@ type harness struct {
 	st        *store.Store
 	ui        *UI
 	refreshed chan struct{}
+	status    chan struct{}
+	kc        *fakeKeychain
+	clock     *fakeClock // the UI's, once useClock gave it one
+	mu        sync.Mutex // held while a callback of the UI runs: the "main thread"
+}
+
+// serialized runs f holding h.mu: the UI's callbacks from its reads run one
+// at a time, as on the real driver's main thread.
+func (h *harness) serialized(f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f()
+}
+
+// locked runs f as the main thread would: with no callback of the UI
+// running meanwhile.
+func (h *harness) locked(f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f()
 }
 
 // newHarness builds the UI on a, or on a new test app when a is nil, and
@@ -59,13 +80,38 @@ func newHarness(t *testing.T, a fyne.App, servers ...store.Server) *harness {
 	if a == nil {
 		a = test.NewTempApp(t)
 	}
-	h := &harness{t: t, app: a, st: MustStore(t, servers...), refreshed: make(chan struct{}, 1)}
-	h.ui = New(a, h.st, &Options{Version: "1.2.3"})
+	h := &harness{t: t, app: a, st: MustStore(t, servers...), refreshed: make(chan struct{}, 1), status: make(chan struct{}, 8), kc: newFakeKeychain()}
+	h.ui = New(a, h.st, &Options{Version: "1.2.3", Keychain: h.kc, Poll: -1})
+	h.ui.doFn = h.serialized
 	t.Cleanup(h.ui.Close)
-	h.ui.refreshed = func() { h.refreshed <- struct{}{} }
+	h.ui.refreshed = h.signal(h.refreshed)
+	h.ui.statusShown = h.signal(h.status)
 	h.ui.ShowMain()
 	h.waitRefresh()
+	h.waitStatus()
 	return h
+}
+
+// signal returns a callback that signals on ch, dropping the signal when
+// one is already pending: a test waits for a refresh, not for each one.
+func (h *harness) signal(ch chan struct{}) func() {
+	return func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// waitStatus waits until a status read has reached the sidebar and the
+// tray.
+func (h *harness) waitStatus() {
+	h.t.Helper()
+	select {
+	case <-h.status:
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("the status did not refresh within 10s")
+	}
 }
 
 // waitRefresh waits until a refresh has reached the window.
@@ -93,6 +139,22 @@ func (h *harness) tapRefresh() {
 // text per line, dialogs included.
 func (h *harness) screen() string {
 	return windowText(h.ui.Window())
+}
+
+// page returns the text the Servers view shows, without the sidebar.
+func (h *harness) page() string {
+	return objectText(h.ui.view.content)
+}
+
+// objectText returns the text visible in o, one drawn line per line.
+func objectText(o fyne.CanvasObject) string {
+	var lines []string
+	walkVisible(o, func(o fyne.CanvasObject) {
+		if t, ok := o.(*canvas.Text); ok && t.Text != "" {
+			lines = append(lines, t.Text)
+		}
+	})
+	return strings.Join(lines, "\n")
 }
 
 // windowText returns the text visible in w, one drawn line of text per
@@ -134,25 +196,26 @@ func walkVisible(o fyne.CanvasObject, f func(fyne.CanvasObject)) {
 	}
 }
 
-// rowNames returns the server names the list shows, top to bottom.
-func (h *harness) rowNames() []string {
+// rows returns the server names the list shows, top to bottom, and the
+// whole command line each row holds (it may be drawn cut short).
+func (h *harness) rows() (names, commands []string) {
 	type row struct {
-		y    float32
-		name string
+		y             float32
+		name, command string
 	}
 	var rows []row
 	walkVisible(h.ui.Window().Canvas().Content(), func(o fyne.CanvasObject) {
 		if r, ok := o.(*serverRow); ok {
 			pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(r)
-			rows = append(rows, row{pos.Y, r.name.String()})
+			rows = append(rows, row{pos.Y, r.name.String(), r.command.String()})
 		}
 	})
 	slices.SortFunc(rows, func(a, b row) int { return int(a.y - b.y) })
-	var names []string
 	for _, r := range rows {
 		names = append(names, r.name)
+		commands = append(commands, r.command)
 	}
-	return names
+	return names, commands
 }
 
 func findButton(root fyne.CanvasObject, label string) *widget.Button {
@@ -186,15 +249,16 @@ func assertHides(t *testing.T, screen string, unwanted ...string) {
 func TestMainWindow(t *testing.T) {
 	spaced := store.Server{Name: "shell", Command: "sh", Args: []string{"-c", "echo 'hi there'"}}
 	tests := []struct {
-		name    string
-		servers []store.Server
-		want    []string // shown
-		order   []string // shown in this order, top to bottom
-		hidden  []string
+		name     string
+		servers  []store.Server
+		want     []string // shown
+		order    []string // shown in this order, top to bottom
+		commands []string // the rows' command lines, top to bottom
+		hidden   []string
 	}{
 		{
 			name:   "no servers",
-			want:   []string{"No servers yet", AddServerCommand, "Home folder"},
+			want:   []string{"No servers yet", AddServerCommand, "Add a server"},
 			hidden: []string{"0 servers"},
 		},
 		{
@@ -203,7 +267,7 @@ func TestMainWindow(t *testing.T) {
 			want: []string{
 				"MCP servers", "1 server",
 				"everything", "stdio", "npx -y @modelcontextprotocol/server-everything", addedOn(time.Now()),
-				"Home folder",
+				"Test connection", "gatehouse proxy everything",
 			},
 			hidden: []string{"No servers yet", AddServerCommand},
 		},
@@ -212,6 +276,9 @@ func TestMainWindow(t *testing.T) {
 			servers: []store.Server{memory, everything, filesystem},
 			want: []string{
 				"3 servers",
+				"npx -y @modelcontextprotocol/server-everything", // the first, selected, in full on the right
+			},
+			commands: []string{
 				"npx -y @modelcontextprotocol/server-everything",
 				"npx -y @modelcontextprotocol/server-filesystem /home/me/projects",
 				"npx -y @modelcontextprotocol/server-memory",
@@ -220,9 +287,10 @@ func TestMainWindow(t *testing.T) {
 			hidden: []string{"No servers yet"},
 		},
 		{
-			name:    "arguments quoted as in a shell",
-			servers: []store.Server{spaced},
-			want:    []string{"shell", `sh -c 'echo '\''hi there'\'''`},
+			name:     "arguments quoted as in a shell",
+			servers:  []store.Server{spaced},
+			want:     []string{"shell", `sh -c 'echo '\''hi there'\'''`},
+			commands: []string{`sh -c 'echo '\''hi there'\'''`},
 		},
 	}
 	for _, tt := range tests {
@@ -231,16 +299,23 @@ func TestMainWindow(t *testing.T) {
 			if got := h.ui.Window().Title(); got != Title {
 				t.Errorf("window title = %q, want %q", got, Title)
 			}
-			screen := h.screen()
-			assertShows(t, screen, tt.want...)
-			assertHides(t, screen, tt.hidden...)
-			if got := h.rowNames(); len(tt.servers) == 0 && len(got) > 0 {
-				t.Errorf("rows = %q, want none", got)
+			page := h.page()
+			assertShows(t, page, tt.want...)
+			assertHides(t, page, tt.hidden...)
+			names, commands := h.rows()
+			if len(tt.servers) == 0 && len(names) > 0 {
+				t.Errorf("rows = %q, want none", names)
 			}
-			if got := h.rowNames(); len(tt.order) > 0 && !slices.Equal(got, tt.order) {
-				t.Errorf("rows top to bottom = %q, want %q", got, tt.order)
+			if len(tt.order) > 0 && !slices.Equal(names, tt.order) {
+				t.Errorf("rows top to bottom = %q, want %q", names, tt.order)
 			}
-			assertShows(t, screen, tildePath(h.st.Dir(), userHome()), "Gatehouse 1.2.3")
+			if len(tt.commands) > 0 && !slices.Equal(commands, tt.commands) {
+				t.Errorf("rows' commands = %q, want %q", commands, tt.commands)
+			}
+			assertShows(t, h.screen(), "Home folder", "Gatehouse 1.2.3", "Servers", "Policy", "History", "Export", "Settings")
+			if got, want := h.ui.shell.homeText.String(), tildePath(h.st.Dir(), userHome()); got != want {
+				t.Errorf("sidebar's home folder = %q, want %q", got, want)
+			}
 		})
 	}
 }
@@ -286,9 +361,9 @@ func TestRefresh(t *testing.T) {
 				t.Fatalf("change store: %v", err)
 			}
 			h.tapRefresh()
-			screen := h.screen()
-			assertShows(t, screen, tt.want...)
-			assertHides(t, screen, tt.hidden...)
+			page := h.page()
+			assertShows(t, page, tt.want...)
+			assertHides(t, page, tt.hidden...)
 		})
 	}
 }
@@ -298,11 +373,11 @@ func TestStoreErrorShownInWindow(t *testing.T) {
 	h.st.Close() // every read now fails
 	h.tapRefresh()
 	screen := h.screen()
-	assertShows(t, screen, "Could not read the server list", "list servers", "everything")
+	assertShows(t, screen, "Could not read the server list", "List servers: sql: database is closed.", "Retry", "everything")
 
 	// The banner pushes the list down instead of covering it.
 	d := fyne.CurrentApp().Driver()
-	banner, list := h.ui.view.banner, h.ui.view.listBox
+	banner, list := h.ui.view.banner.content, h.ui.view.listBox
 	if bottom, top := d.AbsolutePositionForObject(banner).Y+banner.Size().Height, d.AbsolutePositionForObject(list).Y; bottom > top {
 		t.Errorf("error banner ends at y=%v, below the top of the list at y=%v: it covers the list", bottom, top)
 	}
@@ -335,7 +410,7 @@ func TestServerDetails(t *testing.T) {
 
 	h.ui.view.list.Select(1) // the second row, by name order: github
 	screen := h.screen()
-	assertShows(t, screen, "github-mcp-server stdio", "/srv/mcp", "GITHUB_HOST", "GITHUB_TOKEN", "Values are not shown.", "gatehouse proxy github")
+	assertShows(t, screen, "github-mcp-server stdio", "/srv/mcp", "GITHUB_HOST", "GITHUB_TOKEN", "Environment values are not shown.", "gatehouse proxy github")
 	assertHides(t, screen, "ghp_secretvalue")
 }
 
@@ -380,8 +455,12 @@ func TestTray(t *testing.T) {
 			quits++
 		}
 	}
-	if want := []string{"Open Gatehouse", "---", "Quit"}; !slices.Equal(labels, want) {
+	if want := []string{"Protecting 1 server", "0 calls today", "---", "Pause all tool calls", "---",
+		"Open Gatehouse", "Open history", "Open settings", "---", "Quit"}; !slices.Equal(labels, want) {
 		t.Errorf("tray menu = %q, want %q", labels, want)
+	}
+	if !a.menu.Items[0].Disabled || !a.menu.Items[1].Disabled {
+		t.Error("the status lines of the tray menu can be clicked")
 	}
 	if quits != 1 || !a.menu.Items[len(a.menu.Items)-1].IsQuit {
 		t.Errorf("tray menu has %d items marked IsQuit, want only the last (or Fyne adds another Quit)", quits)
@@ -400,13 +479,23 @@ func TestTray(t *testing.T) {
 	if err := h.st.AddServer(context.Background(), memory); err != nil {
 		t.Fatal(err)
 	}
-	a.menu.Items[0].Action()
+	menuItem(t, a.menu, "Open Gatehouse").Action()
 	h.waitRefresh()
 	assertShows(t, h.screen(), "memory")
 
+	// Open history and Open settings show those views.
+	menuItem(t, a.menu, "Open history").Action()
+	if h.ui.shell.current.id != pageHistory {
+		t.Errorf("Open history shows the %s view", h.ui.shell.current.id)
+	}
+	menuItem(t, a.menu, "Open settings").Action()
+	if h.ui.shell.current.id != pageSettings {
+		t.Errorf("Open settings shows the %s view", h.ui.shell.current.id)
+	}
+
 	// Quit stops the app once (after hiding the window, which the test
 	// driver does not record).
-	a.menu.Items[2].Action()
+	menuItem(t, a.menu, "Quit").Action()
 	select {
 	case <-a.quit:
 	case <-time.After(10 * time.Second):
@@ -417,6 +506,18 @@ func TestTray(t *testing.T) {
 		t.Error("Quit in the tray menu stopped the app twice")
 	case <-time.After(2 * quitDrain):
 	}
+}
+
+// menuItem returns the item of m labelled label.
+func menuItem(t *testing.T, m *fyne.Menu, label string) *fyne.MenuItem {
+	t.Helper()
+	for _, it := range m.Items {
+		if it.Label == label {
+			return it
+		}
+	}
+	t.Fatalf("no %q in the menu %q", label, menuLabels(m))
+	return nil
 }
 
 func TestNoTray(t *testing.T) {

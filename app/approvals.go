@@ -17,8 +17,8 @@ import (
 const ApprovalTitle = "Gatehouse — approve a tool call"
 
 // proxyWait is how long a proxy waits for an answer before it tells the agent
-// that approval is pending (the gate's default wait). The window counts it
-// down from when a request arrives.
+// that approval is pending, when its request does not say (the gate's
+// default wait). The window counts it down from when a request arrives.
 const proxyWait = 45 * time.Second
 
 // armDelay is how long the answers stay disabled after a request comes on
@@ -43,6 +43,9 @@ var _ Decider = (*approval.Server)(nil)
 type waiting struct {
 	req     approval.Request
 	arrived time.Time
+	// waitEnds is when the proxy stops waiting and tells the agent that
+	// approval is pending, on the window's clock.
+	waitEnds time.Time
 	// touched records that the person touched the window while it was on
 	// screen: its countdown stopped.
 	touched bool
@@ -92,7 +95,8 @@ func newApprovals(u *UI, c clock) *approvals {
 // add queues a request that just arrived, and brings the window to the
 // front.
 func (a *approvals) add(req approval.Request) {
-	a.queue = append(a.queue, &waiting{req: req, arrived: a.clock.Now()})
+	now := a.clock.Now()
+	a.queue = append(a.queue, &waiting{req: req, arrived: now, waitEnds: now.Add(proxyWaitOf(req, time.Now()))})
 	if len(a.queue) == 1 {
 		a.cur = 0
 		a.display("")
@@ -166,7 +170,7 @@ func (a *approvals) tick() {
 		return
 	}
 	w := a.queue[a.cur]
-	left := w.arrived.Add(proxyWait).Sub(a.clock.Now())
+	left := w.waitEnds.Sub(a.clock.Now())
 	setText(a.view.countdown, countdown(left, w.touched))
 	if left <= 0 {
 		return
@@ -183,6 +187,17 @@ func (a *approvals) tick() {
 			}
 		})
 	})
+}
+
+// proxyWaitOf returns how long the proxy that sent req still waits for an
+// answer, as of now: until the request's WaitUntil, or proxyWait from now
+// when the proxy did not say (an older proxy). A wait the request puts
+// beyond an hour, or in the past, is bounded to that.
+func proxyWaitOf(req approval.Request, now time.Time) time.Duration {
+	if req.WaitUntil.IsZero() {
+		return proxyWait
+	}
+	return min(max(req.WaitUntil.Sub(now), 0), time.Hour)
 }
 
 // countdown says how long the agent still waits for an answer.

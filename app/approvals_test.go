@@ -120,7 +120,7 @@ func (h *approverHarness) ask(ctx context.Context, req approval.Request) <-chan 
 	h.t.Helper()
 	ch := make(chan asked, 1)
 	go func() {
-		d, err := approval.Ask(ctx, h.socket, req, 30*time.Second, nil)
+		d, err := approval.Ask(ctx, h.socket, req, proxyWait, nil)
 		ch <- asked{d, err}
 	}()
 	h.waitChanged()
@@ -571,17 +571,18 @@ func TestApprovalTray(t *testing.T) {
 	req := deleteBranch
 	req.Tool = "merge_pull_request"
 	got2 := h.ask(context.Background(), req)
-	if labels, want := menuLabels(a.menu), []string{"2 approvals waiting", "Open approvals", "---", "Open Gatehouse", "---", "Quit"}; !slices.Equal(labels, want) {
+	if labels, want := menuLabels(a.menu), []string{"No servers protected yet", "0 calls today", "2 approvals waiting", "Open approvals", "---",
+		"Pause all tool calls", "---", "Open Gatehouse", "Open history", "Open settings", "---", "Quit"}; !slices.Equal(labels, want) {
 		t.Errorf("tray menu = %q, want %q", labels, want)
 	}
-	if !a.menu.Items[0].Disabled {
+	if !menuItem(t, a.menu, "2 approvals waiting").Disabled {
 		t.Error("the count in the tray menu can be clicked")
 	}
 
 	// Open approvals brings back the window the person closed (the
 	// window manager's close button calls the close intercept).
 	h.ui.approvals.hide()
-	a.menu.Items[1].Action()
+	menuItem(t, a.menu, "Open approvals").Action()
 	if !h.ui.approvals.visible {
 		t.Error("Open approvals did not show the approval window")
 	}
@@ -593,8 +594,8 @@ func TestApprovalTray(t *testing.T) {
 	h.tap("Deny")
 	answerOf(t, got)
 	answerOf(t, got2)
-	if labels, want := menuLabels(a.menu), []string{"Open Gatehouse", "---", "Quit"}; !slices.Equal(labels, want) {
-		t.Errorf("tray menu with nothing waiting = %q, want %q", labels, want)
+	if labels := menuLabels(a.menu); slices.Contains(labels, "Open approvals") || slices.ContainsFunc(labels, func(l string) bool { return strings.Contains(l, "waiting") }) {
+		t.Errorf("tray menu with nothing waiting = %q, want no approvals in it", labels)
 	}
 }
 

@@ -107,6 +107,7 @@ func (r *panelRenderer) Refresh() {
 // name and transport, the command it runs, and when it was added.
 type serverRow struct {
 	widget.BaseWidget
+	dot       *canvas.Circle // the last connection test: green, red, or none
 	avatar    *canvas.Circle
 	initial   *canvas.Text
 	name      *widget.RichText
@@ -117,6 +118,7 @@ type serverRow struct {
 
 func newServerRow() *serverRow {
 	r := &serverRow{
+		dot:       canvas.NewCircle(color.Transparent),
 		avatar:    canvas.NewCircle(avatarColors[0]),
 		initial:   canvas.NewText("", color.White),
 		name:      text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}),
@@ -133,7 +135,12 @@ func newServerRow() *serverRow {
 }
 
 func (r *serverRow) CreateRenderer() fyne.WidgetRenderer {
-	avatar := container.NewGridWrap(fyne.NewSize(36, 36), container.NewStack(r.avatar, container.NewCenter(r.initial)))
+	r.dot.StrokeWidth = 2
+	r.dot.StrokeColor = color.White
+	dot := container.NewWithoutLayout(r.dot)
+	r.dot.Resize(fyne.NewSize(12, 12))
+	r.dot.Move(fyne.NewPos(26, 25))
+	avatar := container.NewGridWrap(fyne.NewSize(36, 36), container.NewStack(r.avatar, container.NewCenter(r.initial), dot))
 	chip := newPanel(theme.ColorNamePrimary, 0x26, container.New(layout.NewCustomPaddedLayout(-6, -6, 0, 0), r.transport))
 	top := container.NewHBox(r.name, container.NewCenter(chip))
 	return widget.NewSimpleRenderer(container.New(layout.NewCustomPaddedLayout(2, 2, 4, 4),
@@ -143,8 +150,17 @@ func (r *serverRow) CreateRenderer() fyne.WidgetRenderer {
 			compact(top, r.command))))
 }
 
-// set shows s in the row.
-func (r *serverRow) set(s store.Server) {
+// set shows s in the row, with the result of its last connection test.
+func (r *serverRow) set(s store.Server, h health) {
+	switch {
+	case h.at.IsZero():
+		r.dot.FillColor, r.dot.StrokeColor = color.Transparent, color.Transparent
+	case h.err != nil:
+		r.dot.FillColor, r.dot.StrokeColor = color.NRGBA{R: 0xDC, G: 0x26, B: 0x26, A: 0xFF}, color.White
+	default:
+		r.dot.FillColor, r.dot.StrokeColor = color.NRGBA{R: 0x16, G: 0xA3, B: 0x4A, A: 0xFF}, color.White
+	}
+	r.dot.Refresh()
 	initial, _ := utf8.DecodeRuneInString(s.Name)
 	r.initial.Text = string(unicode.ToUpper(initial))
 	r.avatar.FillColor = avatarColor(s.Name)
@@ -152,7 +168,11 @@ func (r *serverRow) set(s store.Server) {
 	r.avatar.Refresh()
 	setText(r.name, s.Name)
 	setText(r.transport, s.Transport)
-	setText(r.command, commandLine(s.Command, s.Args))
+	if s.Transport == store.TransportHTTP {
+		setText(r.command, s.URL)
+	} else {
+		setText(r.command, commandLine(s.Command, s.Args))
+	}
 	setText(r.added, addedOn(s.CreatedAt))
 }
 

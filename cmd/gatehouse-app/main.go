@@ -4,13 +4,15 @@
 //
 // Usage:
 //
-//	gatehouse-app [--home DIR] [--hidden]
+//	gatehouse-app [--home DIR] [--hidden] [--open VIEW]
 //	gatehouse-app --version
 //
 // The home folder is --home, else $GATEHOUSE_HOME, else the "gatehouse"
 // folder in the user's config folder. The app shows its window at start;
-// with --hidden it starts in the system tray only. Closing the window leaves
-// the app in the tray; Quit, in the tray menu, ends it.
+// with --hidden it starts in the system tray only, and with --open VIEW it
+// opens on that view (servers, agents, policy, history, export, settings).
+// Closing the window leaves the app in the tray; Quit, in the tray menu,
+// ends it.
 //
 // While it runs, the app is the approver for the home folder's proxies: a
 // tool call that the policy holds for approval comes up in an approval
@@ -41,6 +43,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"fyne.io/fyne/v2"
@@ -69,10 +73,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	flags.SetOutput(stderr)
 	home := flags.String("home", "", "use `DIR` as the Gatehouse home folder (overrides $"+store.EnvHome+")")
 	hidden := flags.Bool("hidden", false, "start in the system tray without opening the window")
+	open := flags.String("open", "", "open the window on `VIEW`: "+strings.Join(app.Views, ", "))
 	showVersion := flags.Bool("version", false, "print the version and exit")
 	flags.Usage = func() {
-		fmt.Fprintf(flags.Output(), "Usage: gatehouse-app [--home DIR] [--hidden]\n       gatehouse-app --version\n\n")
-		fmt.Fprintf(flags.Output(), "The Gatehouse desktop app: a tray icon and a window listing your MCP servers.\n\n")
+		fmt.Fprintf(flags.Output(), "Usage: gatehouse-app [--home DIR] [--hidden] [--open VIEW]\n       gatehouse-app --version\n\n")
+		fmt.Fprintf(flags.Output(), "The Gatehouse desktop app: a tray icon, the approver of your agents' tool calls, and a window\nwith your MCP servers, policy, history and settings.\n\n")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(args); err != nil {
@@ -90,6 +95,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "gatehouse-app %s\n", version)
 		return 0
 	}
+	if *open != "" && !slices.Contains(app.Views, *open) {
+		fmt.Fprintf(stderr, "gatehouse-app: --open %q: no such view\n", *open)
+		fmt.Fprintf(stderr, "hint: the views are %s\n", strings.Join(app.Views, ", "))
+		return 2
+	}
 
 	if err := checkDisplay(); err != nil {
 		fmt.Fprintf(stderr, "gatehouse-app: %v\n", err)
@@ -103,7 +113,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	level := new(slog.LevelVar)
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	st, err := store.Open(ctx, *home, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "gatehouse-app: %v\n", err)
@@ -111,12 +122,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
+	if s, err := st.Settings(ctx); err == nil && s.LogLevel != nil {
+		level.Set(*s.LogLevel)
+	}
 
 	a := fyneapp.NewWithID(appID)
 	a.SetIcon(fyne.NewStaticResource("gatehouse.png", assets.IconPNG(256)))
-	ui := app.New(a, st, &app.Options{Version: version, Logger: log})
+	ui := app.New(a, st, &app.Options{Version: version, Logger: log, LogLevel: level})
 	stopApprovals := serveApprovals(ui, st.Dir(), log)
-	if !*hidden || !ui.HasTray() {
+	switch {
+	case *open != "":
+		ui.Open(*open)
+	case !*hidden || !ui.HasTray():
 		ui.ShowMain()
 	}
 

@@ -1,0 +1,131 @@
+package app
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/receipts"
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/vault"
+)
+
+// A Keychain keeps the home folder's secrets: the evidence log's signing key
+// and the servers' credentials. The OS keychain ([vault.Vault]) is the one
+// Gatehouse uses; tests give their own.
+type Keychain interface {
+	SigningKey() (ed25519.PrivateKey, error)
+	RotateSigningKey(announce func(next ed25519.PrivateKey) error) (ed25519.PrivateKey, error)
+	Secret(id string) (string, error)
+	SetSecret(id, value string) error
+	DeleteSecret(id string) error
+	ResolveEnv(env []string) (resolved []string, secrets map[string]string, err error)
+}
+
+var _ Keychain = (*vault.Vault)(nil)
+
+// core is what the views read and change: the home folder's store, its
+// keychain, and, opened on first use, its evidence log and policy store.
+// It keeps no copy of anything they hold.
+type core struct {
+	st *store.Store
+	kc Keychain
+
+	mu  sync.Mutex
+	log *receipts.Log // guarded by mu; nil until opened
+	pol *policy.Store // guarded by mu; nil until opened
+}
+
+// evidence returns the evidence log, opening it with the keychain's signing
+// key the first time. A failure (a locked keychain, a locked database) is
+// returned, and the next call tries again.
+func (c *core) evidence(ctx context.Context) (*receipts.Log, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.log != nil {
+		return c.log, nil
+	}
+	key, err := c.kc.SigningKey()
+	if err != nil {
+		return nil, fmt.Errorf("open the evidence log: %w", err)
+	}
+	l, err := receipts.Open(ctx, c.st, key)
+	if err != nil {
+		return nil, err
+	}
+	c.log = l
+	return l, nil
+}
+
+// openedLog returns the evidence log if it is open, without opening it:
+// what polling uses, so that a keychain that cannot be reached is not asked
+// again every second.
+func (c *core) openedLog() *receipts.Log {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log
+}
+
+// policies returns the policy store. It reads without the keychain; saving
+// a version records it in the evidence log first, which needs the signing
+// key.
+func (c *core) policies(ctx context.Context) (*policy.Store, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pol != nil {
+		return c.pol, nil
+	}
+	rec := policy.RecorderFunc(func(ctx context.Context, version int64, hash string) error {
+		l, err := c.evidence(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = l.AppendEvent(ctx, entry.KindPolicy, entry.PolicyEvent{Version: version, Hash: hash})
+		return err
+	})
+	p, err := policy.Open(ctx, c.st, &policy.Options{Recorder: rec})
+	if err != nil {
+		return nil, err
+	}
+	c.pol = p
+	return p, nil
+}
+
+// A problem is an error as the window explains it: what went wrong in a
+// few words, the error itself, and what to do about it.
+type problem struct {
+	title string
+	text  string
+	hint  string
+	retry bool // it may go away by itself: the view tries again later
+}
+
+// explain turns err, which happened while doing what (a short phrase,
+// "read the server list"), into a problem.
+func explain(what string, err error) problem {
+	p := problem{title: "Could not " + what, text: sentence(err)}
+	switch {
+	case errors.Is(err, vault.ErrUnavailable):
+		p.title = "The keychain is not available"
+		p.hint = keychainHint
+		p.retry = true
+	case store.IsLocked(err):
+		p.title = "The Gatehouse database is locked"
+		p.hint = "Another program holds a lock on " + store.DatabaseFile + " (a backup tool, a database browser, a stuck gatehouse process). Gatehouse tries again by itself."
+		p.retry = true
+	case errors.Is(err, context.DeadlineExceeded):
+		p.title = "Gatehouse took too long to " + what
+		p.hint = "The disk or the database may be busy. Gatehouse tries again by itself."
+		p.retry = true
+	}
+	return p
+}
+
+// keychainHint says how to make the keychain reachable, per system.
+var keychainHint = "Gatehouse keeps its signing key and your servers' credentials in the OS keychain. " +
+	"On Linux, install and unlock a Secret Service (sudo apt-get install gnome-keyring, then log in again, or unlock it in Passwords and Keys); " +
+	"on macOS, unlock the login keychain in Keychain Access; on Windows, sign in to Credential Manager."

@@ -1,0 +1,750 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/gatehouse-dev/gatehouse/approval"
+	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/internal/seed"
+	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/receipts"
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/vault"
+)
+
+// The test binary doubles as a small MCP server over stdio, for Test
+// connection: its tools' descriptions say what $TOKEN it was started with.
+const roleEnv = "GATEHOUSE_APP_TEST_ROLE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(roleEnv) == "server" {
+		serveMCP()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func serveMCP() {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(in.Bytes(), &msg) != nil || msg.ID == nil {
+			continue
+		}
+		var result string
+		switch msg.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"test-server","version":"1.2"}}`
+		case "tools/list":
+			desc, _ := json.Marshal("started with token " + os.Getenv("TOKEN"))
+			result = `{"tools":[{"name":"read_notes","description":` + string(desc) + `,"inputSchema":{"type":"object"}},` +
+				`{"name":"delete_notes","description":"Delete every note.","inputSchema":{"type":"object"}}]}`
+		default:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`+"\n", msg.ID)
+			continue
+		}
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
+	}
+}
+
+// wait runs until cond holds, letting the UI's reads land, or fails.
+func (h *harness) wait(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var ok bool
+		h.locked(func() { ok = cond() })
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: not within 15s; the window shows:\n%s", what, h.screen())
+		}
+		time.Sleep(5 * time.Millisecond) // reads land on their own goroutines
+	}
+}
+
+// seeded seeds the harness's home, signing with the keychain's key, and
+// returns the log.
+func (h *harness) seeded(calls int) *receipts.Log {
+	h.t.Helper()
+	ctx := context.Background()
+	key, _ := h.kc.SigningKey()
+	l, err := receipts.Open(ctx, h.st, key)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := seed.Home(ctx, h.st, l, &seed.Options{Calls: calls, Secrets: h.kc, Seed: 3}); err != nil {
+		h.t.Fatal(err)
+	}
+	return l
+}
+
+func TestViewsFitTheWindow(t *testing.T) {
+	h := newHarness(t, nil, everything)
+	h.seeded(20)
+	for _, v := range h.ui.shell.views {
+		h.ui.shell.open(v.id)
+		if got := h.ui.shell.content.MinSize(); got.Width > windowDefaultSize.Width || got.Height > windowDefaultSize.Height {
+			t.Errorf("with %s on screen the window needs %v, more than the %v it opens at", v.id, got, windowDefaultSize)
+		}
+	}
+}
+
+func TestNavigation(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, v := range h.ui.shell.views {
+		test.Tap(v.item)
+		if h.ui.shell.current != v || !v.content.Visible() {
+			t.Errorf("a tap on %q does not show its view", v.label)
+		}
+		for _, o := range h.ui.shell.views {
+			if o != v && o.content.Visible() {
+				t.Errorf("with %s on screen, %s is visible too", v.id, o.id)
+			}
+		}
+	}
+	for _, name := range Views {
+		h.ui.Open(name)
+		if h.ui.shell.current.id != name {
+			t.Errorf("Open(%q) shows %s", name, h.ui.shell.current.id)
+		}
+	}
+}
+
+// --- Servers
+
+// openServerForm opens the form to add a server.
+func (h *harness) openServerForm() *serverForm {
+	h.t.Helper()
+	test.Tap(findButton(h.ui.view.content, "Add server"))
+	if h.ui.view.lastForm == nil {
+		h.t.Fatalf("no server form on screen:\n%s", h.screen())
+	}
+	return h.ui.view.lastForm
+}
+
+func TestAddServer(t *testing.T) {
+	h := newHarness(t, nil)
+	f := h.openServerForm()
+	test.Type(f.name, "notes")
+	test.Type(f.command, `npx -y @acme/notes-mcp --dir "/srv/my notes"`)
+	test.Type(f.env, "NOTES_REGION=eu\n")
+	f.addCred("", false)
+	test.Type(f.creds[0].key, "NOTES_TOKEN")
+	test.Type(f.creds[0].value, "s3cret-value")
+	test.Tap(f.save)
+	h.wait("the server is added", func() bool {
+		return slices.ContainsFunc(h.ui.view.servers, func(s store.Server) bool { return s.Name == "notes" })
+	})
+
+	s, err := h.st.Server(context.Background(), "notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Command != "npx" || !slices.Equal(s.Args, []string{"-y", "@acme/notes-mcp", "--dir", "/srv/my notes"}) {
+		t.Errorf("registered %q %q, want the command line split as a shell would", s.Command, s.Args)
+	}
+	if s.Env["NOTES_REGION"] != "eu" || s.Env["NOTES_TOKEN"] != vault.Ref("notes.NOTES_TOKEN") {
+		t.Errorf("env = %v, want NOTES_REGION in plain and NOTES_TOKEN as a keychain reference", s.Env)
+	}
+	if got := h.kc.snapshot()["notes.NOTES_TOKEN"]; got != "s3cret-value" {
+		t.Errorf("keychain holds %q for notes.NOTES_TOKEN, want the value typed", got)
+	}
+	ids, _ := h.st.SecretIDs(context.Background())
+	if len(ids) != 1 || ids[0].ID != "notes.NOTES_TOKEN" {
+		t.Errorf("store notes secrets %v, want notes.NOTES_TOKEN", ids)
+	}
+	assertHides(t, h.screen(), "s3cret-value")
+	assertShows(t, h.page(), "notes", "NOTES_TOKEN  (credential notes.NOTES_TOKEN")
+}
+
+func TestAddServerBadInput(t *testing.T) {
+	tests := []struct {
+		name  string
+		fill  func(f *serverForm)
+		error string
+	}{
+		{"name with a space", func(f *serverForm) { test.Type(f.name, "my server"); test.Type(f.command, "x") }, "Invalid server name"},
+		{"no command", func(f *serverForm) { test.Type(f.name, "x") }, "type the command"},
+		{"unclosed quote", func(f *serverForm) { test.Type(f.name, "x"); test.Type(f.command, `run "oops`) }, "double quote is not closed"},
+		{"bad environment line", func(f *serverForm) {
+			test.Type(f.name, "x")
+			test.Type(f.command, "run")
+			test.Type(f.env, "JUSTAKEY")
+		}, "want NAME=VALUE"},
+		{"credential without value", func(f *serverForm) {
+			test.Type(f.name, "x")
+			test.Type(f.command, "run")
+			f.addCred("TOKEN", false)
+			f.creds[0].key.SetText("TOKEN")
+		}, "type its value"},
+		{"remote without URL", func(f *serverForm) {
+			test.Type(f.name, "x")
+			f.kind.SetSelected(kindHTTP)
+		}, "is not an http or https address"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			f := h.openServerForm()
+			tt.fill(f)
+			test.Tap(f.save)
+			if got := f.errText.String(); !strings.Contains(got, tt.error) || !f.errPanel.Visible() {
+				t.Errorf("form says %q, want %q", got, tt.error)
+			}
+			if servers, _ := h.st.Servers(context.Background()); len(servers) != 0 {
+				t.Errorf("registered %v despite the mistake", servers)
+			}
+			if len(h.kc.snapshot()) != 0 {
+				t.Error("stored a secret despite the mistake")
+			}
+		})
+	}
+}
+
+func TestAddServerWithoutKeychain(t *testing.T) {
+	h := newHarness(t, nil)
+	h.kc.fail(errLocked)
+	f := h.openServerForm()
+	test.Type(f.name, "notes")
+	test.Type(f.command, "notes-mcp")
+	f.addCred("", false)
+	test.Type(f.creds[0].key, "TOKEN")
+	test.Type(f.creds[0].value, "s3cret")
+	test.Tap(f.save)
+	h.wait("the form says why", func() bool { return f.errPanel.Visible() })
+	if got := f.errText.String(); !strings.Contains(got, "keychain") || !strings.Contains(got, "Nothing was saved") || !strings.Contains(got, "gnome-keyring") {
+		t.Errorf("form says %q, want the keychain problem, that nothing was saved, and what to install", got)
+	}
+	if servers, _ := h.st.Servers(context.Background()); len(servers) != 0 {
+		t.Errorf("registered %v without its credential", servers)
+	}
+}
+
+func TestEditAndRemoveServer(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	s := store.Server{Name: "notes", Transport: store.TransportStdio, Command: "notes-mcp",
+		Env: map[string]string{"TOKEN": vault.Ref("notes.TOKEN"), "OLD": vault.Ref("notes.OLD")}}
+	if err := h.st.AddServer(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	h.kc.SetSecret("notes.TOKEN", "first")
+	h.kc.SetSecret("notes.OLD", "gone-soon")
+	h.tapRefresh()
+
+	// Edit: the credentials show as kept; TOKEN keeps its value (left
+	// empty), OLD is removed, a plain variable is added.
+	h.ui.view.openForm(&s)
+	f := h.ui.view.lastForm
+	if f.name.Disabled() == false {
+		t.Error("the name can be edited: it is in capability names and client configs")
+	}
+	if len(f.creds) != 2 {
+		t.Fatalf("form shows %d credentials, want 2", len(f.creds))
+	}
+	for _, c := range f.creds {
+		if c.value.Text != "" || !c.stored {
+			t.Errorf("credential %s shows %q; want it kept in the keychain, not shown", c.key.Text, c.value.Text)
+		}
+		if c.key.Text == "OLD" {
+			c.removed = true
+		}
+	}
+	test.Type(f.env, "MODE=fast")
+	test.Tap(f.save)
+	h.wait("the edit is saved", func() bool {
+		got, _ := h.st.Server(ctx, "notes")
+		return got.Env["MODE"] == "fast"
+	})
+	got, _ := h.st.Server(ctx, "notes")
+	if got.Env["TOKEN"] != vault.Ref("notes.TOKEN") || got.Env["OLD"] != "" {
+		t.Errorf("env after edit = %v, want TOKEN kept and OLD gone", got.Env)
+	}
+	sec := h.kc.snapshot()
+	if sec["notes.TOKEN"] != "first" {
+		t.Errorf("notes.TOKEN = %q after an edit that left it empty, want it kept", sec["notes.TOKEN"])
+	}
+	if _, ok := sec["notes.OLD"]; ok {
+		t.Error("the removed credential is still in the keychain")
+	}
+
+	// Remove: its credentials leave the keychain.
+	h.ui.view.remove(got)
+	confirm := findButton(h.ui.win.Canvas().Overlays().Top(), "Remove")
+	if confirm == nil {
+		t.Fatalf("no confirmation:\n%s", h.screen())
+	}
+	test.Tap(confirm)
+	h.wait("the server is removed", func() bool { _, err := h.st.Server(ctx, "notes"); return errors.Is(err, store.ErrNotFound) })
+	if len(h.kc.snapshot()) != 0 {
+		t.Errorf("keychain after remove = %v, want empty", h.kc.snapshot())
+	}
+}
+
+func TestTestConnection(t *testing.T) {
+	h := newHarness(t, nil)
+	s := store.Server{Name: "notes", Transport: store.TransportStdio, Command: os.Args[0],
+		Env: map[string]string{roleEnv: "server", "TOKEN": vault.Ref("notes.TOKEN")}}
+	if err := h.st.AddServer(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	h.kc.SetSecret("notes.TOKEN", "tok-42")
+	h.tapRefresh()
+	test.Tap(h.ui.view.detail.testBtn)
+	h.wait("the test's result", func() bool { return h.ui.view.health["notes"].at != (time.Time{}) })
+	h.wait("the tools", func() bool { return len(h.ui.view.detail.tools) == 2 })
+	page := h.page()
+	assertShows(t, page, "Connected in", "2 tools (test-server 1.2", "read_notes", "delete_notes", "Critical risk", "Low risk", "Not listed yet")
+	// The server got the credential from the keychain.
+	if d := h.ui.view.detail.tools[1].Description; d != "started with token tok-42" {
+		t.Errorf("read_notes says %q, want it started with the keychain's token", d)
+	}
+
+	// A server that cannot start says so, with what to check.
+	s.Command = "/nonexistent/notes-mcp"
+	h.st.UpdateServer(context.Background(), s)
+	h.tapRefresh()
+	test.Tap(h.ui.view.detail.testBtn)
+	h.wait("the failure", func() bool { return h.ui.view.health["notes"].err != nil })
+	assertShows(t, h.page(), "Could not connect:", "Check the command")
+}
+
+func TestToolsAndPins(t *testing.T) {
+	h := newHarness(t, nil)
+	h.seeded(10)
+	h.tapRefresh()
+	h.ui.view.selectServer("github")
+	h.wait("github's tools", func() bool {
+		return slices.ContainsFunc(h.ui.view.detail.tools, func(t gate.ToolStatus) bool { return t.Name == "delete_branch" })
+	})
+	page := h.page()
+	assertShows(t, page, "delete_branch", "Deny", "rule no-github-deletes", "create_issue", "✓ Pinned", "⚠ Changed: review")
+	// The changed tool shows what changed.
+	for _, tl := range h.ui.view.detail.tools {
+		if tl.Pin == gate.Changed {
+			h.ui.view.detail.showChange(tl)
+		}
+	}
+	assertShows(t, h.screen(), "What changed in delete_branch", "id_ed25519")
+}
+
+// --- Policy
+
+func TestPolicyView(t *testing.T) {
+	h := newHarness(t, nil, everything)
+	h.ui.Open(pagePolicy)
+	p := h.ui.policy
+	h.wait("the policy", func() bool { return p.pol != nil })
+	assertShows(t, objectText(p.content), "The built-in policy", "Defaults by risk", "0 rules")
+
+	// A default changed saves a version, recorded in the evidence log.
+	p.defaults[policy.Medium].SetSelected("Deny")
+	h.wait("version 1", func() bool { return p.pol.Version == 1 })
+	if p.pol.Defaults[policy.Medium] != policy.Deny {
+		t.Errorf("medium default = %s, want DENY", p.pol.Defaults[policy.Medium])
+	}
+	l, _ := h.ui.core.evidence(context.Background())
+	if page, _ := l.Search(context.Background(), receipts.Query{Kind: "policy"}); len(page.Hits) != 1 {
+		t.Errorf("policy entries in the log = %d, want 1", len(page.Hits))
+	}
+
+	// A rule added in the editor.
+	p.openRule(nil)
+	dlg := h.ui.win.Canvas().Overlays().Top()
+	var entries []*widget.Entry
+	walkVisible(dlg, func(o fyne.CanvasObject) {
+		if e, ok := o.(*widget.Entry); ok {
+			entries = append(entries, e)
+		}
+	})
+	test.Type(entries[0], "no-deletes")
+	test.Type(entries[1], "mcp.everything.delete_*")
+	var radio *widget.RadioGroup
+	walkVisible(dlg, func(o fyne.CanvasObject) {
+		if r, ok := o.(*widget.RadioGroup); ok {
+			radio = r
+		}
+	})
+	radio.SetSelected("Deny")
+	test.Tap(findButton(dlg, "Save"))
+	h.wait("the rule", func() bool { return p.pol.Rule("no-deletes") != nil })
+	assertShows(t, objectText(p.content), "mcp.everything.delete_*", "1 rule", "Version 2")
+
+	// Explain a sample call.
+	p.exServer.SetText("everything")
+	test.Type(p.exTool, "delete_all")
+	test.Tap(findButton(p.content, "Explain"))
+	assertShows(t, objectText(p.content), "Deny", "by rule no-deletes")
+	p.exTool.SetText("")
+	test.Type(p.exTool, "get_thing")
+	test.Type(p.exArgs, `{"not json`)
+	test.Tap(findButton(p.content, "Explain"))
+	assertShows(t, objectText(p.content), "The arguments are not a JSON object")
+}
+
+func TestPolicyWithoutKeychain(t *testing.T) {
+	h := newHarness(t, nil, everything)
+	h.kc.fail(errLocked)
+	h.ui.core.log = nil // as if the app started with the keychain locked
+	h.ui.Open(pagePolicy)
+	p := h.ui.policy
+	h.wait("the policy", func() bool { return p.pol != nil }) // reading needs no keychain
+	var saveErr error
+	done := make(chan struct{})
+	next := p.pol.Clone()
+	next.Default = policy.Deny
+	p.save(next, func(err error) { saveErr = err; close(done) })
+	<-done
+	if !errors.Is(saveErr, vault.ErrUnavailable) {
+		t.Errorf("saving with the keychain locked = %v, want ErrUnavailable", saveErr)
+	}
+	if got := explain("save", saveErr); !strings.Contains(got.hint, "gnome-keyring") {
+		t.Errorf("the hint = %q, want what to install or unlock", got.hint)
+	}
+	ps, _ := h.ui.core.policies(context.Background())
+	if v, _ := ps.CurrentVersion(context.Background()); v != 0 {
+		t.Errorf("version %d in force after a save that could not be recorded, want none", v)
+	}
+}
+
+// --- History
+
+// openHistory opens the history and waits for its first page.
+func (h *harness) openHistory() *historyPage {
+	h.t.Helper()
+	p := h.ui.history
+	searched := make(chan struct{}, 1)
+	p.searched = h.signal(searched)
+	h.ui.Open(pageHistory)
+	select {
+	case <-searched:
+	case <-time.After(15 * time.Second):
+		h.t.Fatalf("no history within 15s:\n%s", h.screen())
+	}
+	return p
+}
+
+// search types s into the history's search box, lets the debounce pass,
+// and waits for the result.
+func (h *harness) search(p *historyPage, s string) {
+	h.t.Helper()
+	searched := make(chan struct{}, 1)
+	p.searched = h.signal(searched)
+	p.search.SetText("")
+	test.Type(p.search, s)
+	h.clock.Advance(searchDebounce)
+	select {
+	case <-searched:
+	case <-time.After(15 * time.Second):
+		h.t.Fatalf("no search result within 15s")
+	}
+}
+
+func TestHistory(t *testing.T) {
+	h := newHarness(t, nil)
+	l := h.seeded(120)
+	h.useClock()
+	p := h.openHistory()
+	if len(p.hl.hits) != 120 || p.hl.more {
+		t.Fatalf("the list holds %d calls (more: %v), want the 120 made", len(p.hl.hits), p.hl.more)
+	}
+	list := objectText(p.content)
+	assertShows(t, list, "120 calls", "Allowed", "Denied", "✓ succeeded", "today", "claude-code")
+
+	// Search as you type: nothing runs until the typing pauses.
+	before := p.gen
+	test.Type(p.search, "postg")
+	if p.gen != before {
+		t.Error("a search ran at each keystroke, before the typing paused")
+	}
+	h.search(p, "postgres")
+	if len(p.hl.hits) == 0 || slices.ContainsFunc(p.hl.hits, func(x receipts.Hit) bool { return x.Server != "postgres" }) {
+		t.Errorf("search postgres: %d hits, some of another server", len(p.hl.hits))
+	}
+	// A word in the arguments, typed part way.
+	h.search(p, "refund")
+	for _, x := range p.hl.hits {
+		s, _ := l.EntryByID(context.Background(), x.ID)
+		if !strings.Contains(string(s.Payloads[0].Data), "refund") {
+			t.Errorf("search refund found %s, whose arguments do not say it", x.ID)
+		}
+	}
+	h.search(p, "zzzz-nothing")
+	assertShows(t, objectText(p.content), "Nothing matches")
+	h.search(p, "")
+
+	// Filters.
+	p.decision.SetSelected("Denied")
+	h.wait("denied calls", func() bool {
+		return len(p.hl.hits) > 0 && !slices.ContainsFunc(p.hl.hits, func(x receipts.Hit) bool { return x.Decision != entry.Deny })
+	})
+	p.decision.SetSelected("Any decision")
+	p.server.SetSelected("github")
+	h.wait("github's calls", func() bool {
+		return len(p.hl.hits) > 0 && !slices.ContainsFunc(p.hl.hits, func(x receipts.Hit) bool { return x.Server != "github" })
+	})
+	p.server.SetSelected(allServers)
+	p.all.SetChecked(true)
+	h.wait("every entry", func() bool {
+		return slices.ContainsFunc(p.hl.hits, func(x receipts.Hit) bool { return x.Kind == entry.KindOutcome })
+	})
+	p.all.SetChecked(false)
+	h.wait("calls again", func() bool { return len(p.hl.hits) == 120 })
+
+	// The chart counts the calls of the period by decision.
+	h.wait("the chart", func() bool { return len(p.chart.buckets) > 0 })
+	var total int64
+	for _, b := range p.chart.buckets {
+		total += b.Calls()
+	}
+	if total != 120 {
+		t.Errorf("the chart counts %d calls, want 120", total)
+	}
+	assertShows(t, objectText(p.content), "120 calls:")
+}
+
+func TestHistoryEntryDetail(t *testing.T) {
+	h := newHarness(t, nil)
+	h.seeded(40)
+	h.useClock()
+	p := h.openHistory()
+	// A call that ran: verified, with its arguments and result.
+	k := slices.IndexFunc(p.hl.hits, func(x receipts.Hit) bool { return x.Status == entry.Succeeded && x.Server == "postgres" })
+	if k < 0 {
+		t.Fatal("no postgres call that succeeded in the seed")
+	}
+	p.list.Select(k)
+	h.wait("the entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == p.hl.hits[k].ID })
+	d := objectText(p.detail.content)
+	assertShows(t, d, "Verified", "Signature valid", "In the log: its inclusion proof leads to the tree", "Payloads match",
+		"Arguments (as stored, after redaction)", "Result (as stored, after redaction)", "SELECT", "Signed entry", "Erase payload…")
+
+	// The erased call shows its tombstone, and still verifies.
+	ctx := context.Background()
+	l, _ := h.ui.core.evidence(ctx)
+	page, _ := l.Search(ctx, receipts.Query{Kind: "erasure"})
+	var ev entry.ErasureEvent
+	s, _ := l.EntryByID(ctx, page.Hits[0].ID)
+	e, _ := entry.Parse(s.Data)
+	json.Unmarshal(e.Body, &ev)
+	k = slices.IndexFunc(p.hl.hits, func(x receipts.Hit) bool { return x.ID == ev.Erased[0].Entry })
+	p.list.Select(k)
+	h.wait("the erased entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == ev.Erased[0].Entry })
+	d = objectText(p.detail.content)
+	assertShows(t, d, "Verified", "Erased: only its commitment remains", "GDPR request 42")
+	assertHides(t, d, "Erase payload…")
+}
+
+func TestHistoryErase(t *testing.T) {
+	h := newHarness(t, nil)
+	h.seeded(30)
+	h.useClock()
+	p := h.openHistory()
+	k := slices.IndexFunc(p.hl.hits, func(x receipts.Hit) bool { return x.Status == entry.Succeeded })
+	id := p.hl.hits[k].ID
+	p.list.Select(k)
+	h.wait("the entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == id })
+	test.Tap(findButton(p.detail.content, "Erase payload…"))
+	dlg := h.ui.win.Canvas().Overlays().Top()
+	var reason *widget.Entry
+	walkVisible(dlg, func(o fyne.CanvasObject) {
+		if e, ok := o.(*widget.Entry); ok {
+			reason = e
+		}
+	})
+	erase := findButton(dlg, "Erase")
+	if !erase.Disabled() {
+		t.Error("Erase can be pressed without a reason")
+	}
+	test.Type(reason, "GDPR request 7")
+	test.Tap(erase)
+	h.wait("the tombstone", func() bool {
+		return p.detail.cur != nil && strings.Contains(objectText(p.detail.content), "Erased: only its commitment remains")
+	})
+	assertShows(t, objectText(p.detail.content), "GDPR request 7", "Verified")
+	l, _ := h.ui.core.evidence(context.Background())
+	s, _ := l.EntryByID(context.Background(), id)
+	if !s.Payloads[0].Erased() {
+		t.Error("the payload is still in the log")
+	}
+}
+
+func TestHistoryPagesAndLiveUpdates(t *testing.T) {
+	h := newHarness(t, nil)
+	l := h.seeded(historyPageSize + 50)
+	h.useClock()
+	p := h.openHistory()
+	if len(p.hl.hits) != historyPageSize || !p.hl.more {
+		t.Fatalf("first page: %d hits, more %v; want %d and more", len(p.hl.hits), p.hl.more, historyPageSize)
+	}
+	if p.length() != historyPageSize+1 {
+		t.Errorf("the list's length = %d, want the page and a row that loads more", p.length())
+	}
+	assertShows(t, objectText(p.content), "more load as you scroll")
+	// Scrolling to the end loads the next page.
+	p.list.ScrollToBottom()
+	h.wait("the second page", func() bool { return len(p.hl.hits) == historyPageSize+50 })
+	if p.hl.more {
+		t.Error("more after the last page")
+	}
+
+	// A call made now appears at the top, without a refresh.
+	top := p.hl.hits[0].Index
+	noApprover := func(context.Context, approval.Request, time.Duration, func(time.Duration)) (approval.Decision, error) {
+		return approval.Decision{}, approval.ErrNoApprover
+	}
+	g, err := gate.New(context.Background(), gate.Config{Server: "memory", Log: l, Policies: mustPolicies(t, h), Pins: h.st, Trusted: true, Ask: noApprover})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &gateway.Call{Server: "memory", Tool: "read_graph", Arguments: json.RawMessage(`{"live":"yes"}`), Client: gateway.Client{Name: "zed"},
+		Definition: &gateway.Tool{Name: "read_graph", Raw: json.RawMessage(`{"name":"read_graph"}`)}}
+	if _, err := g.Authorize(context.Background(), c, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.ui.pollOnce()
+	h.wait("the new call", func() bool { return p.hl.hits[0].Index > top })
+	if p.hl.hits[0].Client != "zed" || len(p.hl.hits) != historyPageSize+51 {
+		t.Errorf("top of the list = %+v (%d in all), want the new call above the rest", p.hl.hits[0], len(p.hl.hits))
+	}
+}
+
+func mustPolicies(t *testing.T, h *harness) gate.Policies {
+	ps, err := h.ui.core.policies(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+func TestHistoryWithoutKeychain(t *testing.T) {
+	h := newHarness(t, nil)
+	h.seeded(10)
+	h.useClock()
+	h.ui.core.log = nil // as if the app just started
+	h.kc.fail(errLocked)
+	p := h.ui.history
+	h.ui.Open(pageHistory)
+	h.wait("the problem", func() bool { return p.banner.content.Visible() })
+	b := objectText(p.banner.content)
+	assertShows(t, b, "The keychain is not available", "gnome-keyring", "Trying again in 2 s")
+
+	// The keychain comes back: the next try reads the log.
+	h.kc.fail(nil)
+	searched := make(chan struct{}, 1)
+	p.searched = h.signal(searched)
+	h.clock.Advance(2 * time.Second)
+	select {
+	case <-searched:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no retry after the keychain came back")
+	}
+	if p.banner.content.Visible() || len(p.hl.hits) != 10 {
+		t.Errorf("after the retry: banner %v, %d calls; want no banner and the 10 calls", p.banner.content.Visible(), len(p.hl.hits))
+	}
+}
+
+// --- Database locked
+
+func TestDatabaseLockedForWrites(t *testing.T) {
+	ctx := context.Background()
+	a := test.NewTempApp(t)
+	st, err := store.Open(ctx, t.TempDir(), &store.Options{BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := &harness{t: t, app: a, st: st, refreshed: make(chan struct{}, 1), status: make(chan struct{}, 1), kc: newFakeKeychain()}
+	h.ui = New(a, st, &Options{Keychain: h.kc, Poll: -1})
+	h.ui.doFn = h.serialized
+	t.Cleanup(h.ui.Close)
+	h.ui.refreshed = h.signal(h.refreshed)
+	h.ui.ShowMain()
+	h.waitRefresh()
+
+	// Another program holds the write lock (a long transaction).
+	release := holdWriteLock(t, st.Dir())
+	f := h.openServerForm()
+	test.Type(f.name, "notes")
+	test.Type(f.command, "notes-mcp")
+	test.Tap(f.save)
+	h.wait("the form says why", func() bool { return f.errPanel.Visible() })
+	if got := f.errText.String(); !strings.Contains(got, "database is locked") {
+		t.Errorf("form says %q, want that the database is locked", got)
+	}
+	s := h.ui.settings
+	saved := make(chan error, 1)
+	s.saved = func(err error) { saved <- err }
+	h.ui.Open(pageSettings)
+	h.wait("the settings", func() bool { return s.wait.Selected != "" })
+	s.wait.SetSelected("30 seconds")
+	if err := <-saved; !store.IsLocked(err) {
+		t.Errorf("saving a setting while locked = %v, want the lock", err)
+	}
+	assertShows(t, objectText(s.content), "The Gatehouse database is locked", "Another program holds a lock")
+
+	// Once the lock is gone, the same actions work: nothing was lost.
+	release()
+	test.Tap(f.save)
+	h.wait("the server", func() bool { _, err := st.Server(ctx, "notes"); return err == nil })
+	s.wait.SetSelected("55 seconds")
+	if err := <-saved; err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Settings(ctx); got.ApprovalWait != 55*time.Second {
+		t.Errorf("approval wait = %v, want 55s", got.ApprovalWait)
+	}
+}
+
+// holdWriteLock holds the write lock of the database of the home dir, as
+// another process in a long transaction does, until release is called.
+func holdWriteLock(t *testing.T, dir string) (release func()) {
+	t.Helper()
+	other, err := store.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := other.DB().BeginTx(context.Background(), nil) // IMMEDIATE
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	release = func() {
+		if !done {
+			done = true
+			tx.Rollback()
+			other.Close()
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// useClock gives the UI a clock the test moves.
+func (h *harness) useClock() {
+	h.clock = &fakeClock{now: time.Now()}
+	h.ui.clock = h.clock
+	for _, r := range []*retrier{&h.ui.view.retry, &h.ui.history.retry, &h.ui.policy.retry, &h.ui.settings.retry, &h.ui.agents.retry} {
+		r.u = h.ui
+	}
+}
