@@ -99,7 +99,11 @@ func Tools(ctx context.Context, db receipts.Migrator, pol *policy.Policy, server
 func (g *Gate) ToolsListed(ctx context.Context, tools []*gateway.Tool) {
 	for _, t := range tools {
 		if err := g.noteListed(ctx, t); err != nil {
-			g.log.Error("could not check a listed tool against its pin", slog.String("tool", t.Name), slog.Any("err", err))
+			// The database is likely locked or failing: stop here rather
+			// than wait out its busy timeout once per tool while calls wait
+			// for pinMu. A call checks its own tool's pin anyway.
+			g.log.Error("could not check the listed tools against their pins", slog.String("tool", t.Name), slog.Any("err", err))
+			return
 		}
 	}
 }
