@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/proof/adversary"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
@@ -397,4 +398,26 @@ func canonical(b []byte) string {
 // writeJSON writes v to path as JSON.
 func writeJSON(path string, v any) error {
 	return os.WriteFile(path, []byte(mustJSON(v)), 0o600)
+}
+
+// waitPinned waits until n tools of the adversary are pinned: the gate
+// pins the tools it is shown on a goroutine of its own.
+func (l *Lab) waitPinned(ctx context.Context, n int) error {
+	st, err := store.Open(ctx, l.Home, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var got int
+		if err := st.DB().QueryRowContext(ctx, `SELECT count(*) FROM pins`).Scan(&got); err != nil {
+			return err
+		}
+		if got >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d tools pinned after 10s", got, n)
+		}
+	}
 }

@@ -110,6 +110,7 @@ type Result struct {
 	Claim    string        `json:"claim"`
 	Status   Status        `json:"status"`
 	Detail   string        `json:"detail,omitempty"` // why it slipped or was skipped
+	Note     string        `json:"note,omitempty"`   // what a case that held did
 	Duration time.Duration `json:"duration_ns"`
 }
 
@@ -162,8 +163,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		last = res.Family
 		pad := nameW - len([]rune(res.Name)) + len(res.Name)
 		fmt.Fprintf(&b, "%-*s  %-*s  %-7s  %5.1fs\n", famW, fam, pad, res.Name, res.Status, res.Duration.Seconds())
-		if res.Detail != "" {
-			for _, line := range strings.Split(strings.TrimSpace(res.Detail), "\n") {
+		for _, text := range []string{res.Note, res.Detail} {
+			for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+				if line == "" {
+					continue
+				}
 				fmt.Fprintf(&b, "%-*s      %s\n", famW, "", line)
 			}
 		}
@@ -189,6 +193,9 @@ type Config struct {
 	// Calls is how many calls the kill -9 fault spreads its kills over;
 	// zero means 3000.
 	Calls int
+	// Seed seeds the kill -9 fault's random kills; zero picks one (the
+	// report says which).
+	Seed uint64
 }
 
 // run runs cases and returns their report.
@@ -220,7 +227,7 @@ func run(ctx context.Context, cfg Config, title string, cases []Case) (*Report, 
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		err := t.guard(cctx, c.Run)
 		cancel()
-		res := Result{Family: c.Family, Name: c.Name, Claim: c.Claim, Duration: time.Since(start), Status: Held}
+		res := Result{Family: c.Family, Name: c.Name, Claim: c.Claim, Duration: time.Since(start), Status: Held, Note: t.note}
 		switch {
 		case errors.Is(err, ErrSkip):
 			res.Status, res.Detail = Skipped, err.Error()
@@ -240,8 +247,16 @@ type T struct {
 	cfg  Config
 	dir  string
 	name string
-	labs []*Lab
+	labs     []*Lab
+	note     string
+	cleanups []func()
 }
+
+// Cleanup registers f to run when the case and its audit are done.
+func (t *T) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
+
+// Note records what a case did, for the report.
+func (t *T) Note(format string, args ...any) { t.note = fmt.Sprintf(format, args...) }
 
 // guard runs f, then closes the case's labs, and fails the case if any of
 // its proxies wrote anything but JSON-RPC to stdout.
@@ -267,6 +282,9 @@ func (t *T) guard(ctx context.Context, f func(context.Context, *T) error) (err e
 		}
 		if len(impure) > 0 && err == nil {
 			err = fmt.Errorf("a proxy wrote %d lines that are not JSON-RPC to stdout, the first: %.200q", len(impure), impure[0])
+		}
+		for i := len(t.cleanups) - 1; i >= 0; i-- {
+			t.cleanups[i]()
 		}
 	}()
 	return f(ctx, t)

@@ -229,8 +229,12 @@ func (s *Session) Expect(id string) func(ctx context.Context) (Message, error) {
 		case <-ctx.Done():
 			s.mu.Lock()
 			delete(s.waiting, key)
+			var last []byte
+			if n := len(s.seen); n > 0 {
+				last = s.seen[n-1]
+			}
 			s.mu.Unlock()
-			return Message{}, fmt.Errorf("no answer to request %s: %w", id, context.Cause(ctx))
+			return Message{}, fmt.Errorf("no answer to request %s: %w (the last message from the proxy: %.300s)", id, context.Cause(ctx), last)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 var evalCmd = &command{
 	name:    "eval",
-	usage:   "[--faults] [--run REGEXP] [--calls N] [--json] [--quiet] [--keep]",
+	usage:   "[--faults [--calls N] [--seed N]] [--run REGEXP] [--json] [--quiet] [--keep]",
 	summary: "attack Gatehouse and report, case by case, whether each promise held",
 	help: `
 Runs the adversarial evaluation: real attacks, in five families, against
@@ -53,6 +53,7 @@ docs/security.md says which case covers which claim.`,
 		fs.Bool("faults", false, "run the fault injection instead of the attacks")
 		fs.String("run", "", "run only the cases whose \"family/case\" matches `REGEXP`")
 		fs.Int("calls", 3000, "with --faults: `n` calls across which proxies are killed")
+		fs.Uint64("seed", 0, "with --faults: seed the random kills with `n` (0: a new seed; the report names it)")
 		fs.Bool("json", false, "print the report as JSON")
 		fs.Bool("quiet", false, "do not print each case as it ends (on stderr)")
 		fs.Bool("keep", false, "keep the temporary homes for inspection")
@@ -69,7 +70,7 @@ func runEval(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
 		return usagef("eval: unexpected argument %q", pos[0])
 	}
 	get := func(name string) any { return fs.Lookup(name).Value.(flag.Getter).Get() }
-	cfg := proof.Config{Keep: get("keep").(bool), Calls: get("calls").(int)}
+	cfg := proof.Config{Keep: get("keep").(bool), Calls: get("calls").(int), Seed: get("seed").(uint64)}
 	if cfg.Calls < 1 {
 		return usagef("eval: --calls must be at least 1")
 	}
