@@ -244,9 +244,9 @@ func run(ctx context.Context, cfg Config, title string, cases []Case) (*Report, 
 
 // T is a running case: it makes labs and cleans up after them.
 type T struct {
-	cfg  Config
-	dir  string
-	name string
+	cfg      Config
+	dir      string
+	name     string
 	labs     []*Lab
 	note     string
 	cleanups []func()
