@@ -110,6 +110,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -199,7 +200,8 @@ type UI struct {
 	status     status // what the sidebar and the tray say
 	statusGen  uint64 // counts status reads; only the latest is shown
 	stopPoll   func() bool
-	polling    bool // startPolling ran
+	polling    bool        // startPolling ran
+	dbInfo     os.FileInfo // the database file as it was opened
 
 	// clock runs the views' timers (retries, debounce, polling).
 	clock clock
@@ -255,6 +257,7 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 		cancel:  cancel,
 		clock:   systemClock{},
 	}
+	u.dbInfo, _ = os.Stat(st.DatabasePath())
 
 	a.Settings().SetTheme(newTheme(a.Settings().Theme()))
 

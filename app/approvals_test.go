@@ -20,6 +20,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/approval"
 	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 )
 
 // deleteBranch is a request as the gate sends it for a critical call.
@@ -867,4 +869,141 @@ func FuzzPlain(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestApprovalCountsDownTheProxysWait counts down to when the proxy that
+// asked stops waiting, as its request says: a proxy configured to wait 20 s
+// shows 20 s, not the default 45.
+func TestApprovalCountsDownTheProxysWait(t *testing.T) {
+	h := newApprover(t, nil)
+	ch := make(chan asked, 1)
+	go func() {
+		d, err := approval.Ask(context.Background(), h.socket, deleteBranch, 20*time.Second, nil)
+		ch <- asked{d, err}
+	}()
+	h.waitChanged()
+	assertShows(t, h.approvalScreen(), "it is told approval is pending in 20 s")
+	h.clock.Advance(19 * time.Second)
+	assertShows(t, h.approvalScreen(), "it is told approval is pending in 1 s")
+	h.clock.Advance(time.Second)
+	assertShows(t, h.approvalScreen(), "The agent was told approval is pending")
+}
+
+// TestApprovalBurst queues fifty requests that arrive at once: each is
+// shown in turn, none is lost, and each answer reaches its proxy.
+func TestApprovalBurst(t *testing.T) {
+	const n = 50
+	h := newApprover(t, nil)
+	var answers []<-chan asked
+	for i := range n {
+		req := deleteBranch
+		req.Args = json.RawMessage(fmt.Sprintf(`{"owner":"acme","repo":"site","branch":"feature-%02d"}`, i))
+		answers = append(answers, h.ask(context.Background(), req))
+	}
+	assertShows(t, h.approvalScreen(), "1 of 50 waiting", "feature-00")
+	assertShows(t, h.screen(), "50 tool calls are waiting for your approval")
+	seen := map[string]bool{}
+	for i := range n {
+		screen := h.approvalScreen()
+		if i < n-1 {
+			assertShows(t, screen, fmt.Sprintf("1 of %d waiting", n-i))
+		}
+		m := regexp.MustCompile(`feature-\d\d`).FindString(screen)
+		if m == "" || seen[m] {
+			t.Fatalf("answer %d: the window shows %q (seen before: %v)", i, m, seen[m])
+		}
+		seen[m] = true
+		h.arm()
+		if i%2 == 0 {
+			h.tap("Allow once")
+		} else {
+			h.tap("Deny")
+		}
+	}
+	for i, ch := range answers {
+		a := answerOf(t, ch)
+		want := approval.ScopeOnce
+		if i%2 == 1 {
+			want = approval.ScopeDeny
+		}
+		if a.err != nil || a.d.Scope != want {
+			t.Errorf("request %d: %s, %v; want %s", i, a.d.Scope, a.err, want)
+		}
+	}
+	if h.ui.approvals.visible || len(h.ui.approvals.queue) != 0 {
+		t.Errorf("after fifty answers: window visible %v, %d waiting; want hidden and none", h.ui.approvals.visible, len(h.ui.approvals.queue))
+	}
+}
+
+// TestApprovalThroughTheGate runs the governed path end to end: a gate, as
+// a proxy runs it, holds a call for approval and asks over the real
+// socket; the window comes up; a tap answers; the call runs (Allow once)
+// or is denied (Deny), with a receipt that names the tray.
+func TestApprovalThroughTheGate(t *testing.T) {
+	for _, tt := range []struct {
+		button string
+		allow  bool
+		scope  string
+	}{
+		{"Allow once", true, "once"},
+		{"Deny", false, "deny"},
+	} {
+		t.Run(tt.button, func(t *testing.T) {
+			h := newApprover(t, nil)
+			ctx := context.Background()
+			l, err := h.ui.core.evidence(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps, err := h.ui.core.policies(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := gate.New(ctx, gate.Config{Server: "github", Log: l, Policies: ps, Pins: h.st,
+				Ask: func(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error) {
+					return approval.Ask(ctx, h.socket, req, wait, progress)
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			def := &gateway.Tool{Name: "delete_branch", Description: "Delete a branch.",
+				Raw: json.RawMessage(`{"name":"delete_branch","description":"Delete a branch.","inputSchema":{"type":"object"}}`)}
+			g.ToolsListed(ctx, []*gateway.Tool{def})
+			call := &gateway.Call{Server: "github", Tool: "delete_branch", Arguments: json.RawMessage(`{"branch":"release-1"}`),
+				Client: gateway.Client{Name: "claude-code"}, Definition: def}
+			type result struct {
+				auth *gateway.Authorization
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				a, err := g.Authorize(ctx, call, nil)
+				done <- result{a, err}
+			}()
+			h.waitChanged()
+			screen := h.approvalScreen()
+			assertShows(t, screen, "claude-code", "delete_branch", "on github", "Critical risk", "release-1")
+			h.arm()
+			h.tap(tt.button)
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the gate did not get the answer within 15s")
+			}
+			if r.err != nil || r.auth.Allow != tt.allow {
+				t.Fatalf("Authorize = %+v, %v; want allow %v", r.auth, r.err, tt.allow)
+			}
+			s, err := l.EntryByID(ctx, r.auth.Receipt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, _ := entry.Parse(s.Data)
+			var rec entry.Receipt
+			json.Unmarshal(e.Body, &rec)
+			if rec.Approver == nil || rec.Approver.Kind != "tray" || rec.Approver.Scope != tt.scope {
+				t.Errorf("receipt's approver = %+v, want the tray's %s", rec.Approver, tt.scope)
+			}
+		})
+	}
 }

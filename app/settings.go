@@ -418,23 +418,7 @@ func (p *settingsPage) exportKeys() {
 		path := w.URI().Path()
 		w.Close()
 		goRead(p.u, func(ctx context.Context) (int, error) {
-			l, err := p.u.core.evidence(ctx)
-			if err != nil {
-				return 0, err
-			}
-			keys, err := l.Keys(ctx)
-			if err != nil {
-				return 0, err
-			}
-			set := verify.JWKS{Keys: []verify.JWK{}}
-			for _, k := range keys {
-				set.Keys = append(set.Keys, verify.NewJWK(k.Public))
-			}
-			data, err := json.MarshalIndent(set, "", "  ")
-			if err != nil {
-				return 0, err
-			}
-			return len(keys), os.WriteFile(path, append(data, '\n'), 0o644)
+			return writePublicKeys(ctx, p.u.core, path)
 		}, func(n int, err error) {
 			if err != nil {
 				dialog.ShowError(fmt.Errorf("export public keys: %w", err), p.u.win)
@@ -445,4 +429,26 @@ func (p *settingsPage) exportKeys() {
 	}, p.u.win)
 	d.SetFileName("gatehouse-keys.jwks.json")
 	d.Show()
+}
+
+// writePublicKeys writes the log's public keys to path as a JWK Set, and
+// returns how many.
+func writePublicKeys(ctx context.Context, c *core, path string) (int, error) {
+	l, err := c.evidence(ctx)
+	if err != nil {
+		return 0, err
+	}
+	keys, err := l.Keys(ctx)
+	if err != nil {
+		return 0, err
+	}
+	set := verify.JWKS{Keys: []verify.JWK{}}
+	for _, k := range keys {
+		set.Keys = append(set.Keys, verify.NewJWK(k.Public))
+	}
+	data, err := json.MarshalIndent(set, "", "  ")
+	if err != nil {
+		return 0, err
+	}
+	return len(keys), os.WriteFile(path, append(data, '\n'), 0o644)
 }

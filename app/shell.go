@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/gatehouse-dev/gatehouse/approval"
+	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // The views of the main window, by id.
@@ -61,6 +62,7 @@ type shell struct {
 	apText      *widget.Label
 	paused      fyne.CanvasObject // shown while every call is denied
 	pausedText  *widget.Label
+	dbGone      fyne.CanvasObject // shown when the database file went away
 	banners     *fyne.Container
 }
 
@@ -153,7 +155,13 @@ func newShell(u *UI, home, version string) *shell {
 		container.NewCenter(resume),
 		compact(text("Gatehouse is paused", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, ColorName: theme.ColorNameWarning}), s.pausedText)))
 	s.paused.Hide()
-	s.banners = container.NewVBox(s.paused, s.waiting, s.approver)
+	quit := widget.NewButton("Quit", u.Quit)
+	s.dbGone = newPanel(theme.ColorNameError, 0x22, container.NewBorder(nil, nil,
+		container.NewVBox(widget.NewIcon(theme.NewErrorThemedResource(theme.ErrorIcon()))), container.NewCenter(quit),
+		compact(text("The Gatehouse database was removed or replaced", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, ColorName: theme.ColorNameError}),
+			wrapText("Gatehouse still shows the database it opened, which proxies no longer use. Quit, and start Gatehouse again to open "+store.DatabaseFile+" as it is now.", widget.RichTextStyle{}))))
+	s.dbGone.Hide()
+	s.banners = container.NewVBox(s.dbGone, s.paused, s.waiting, s.approver)
 
 	var contents []fyne.CanvasObject
 	for _, v := range s.views {
@@ -260,6 +268,19 @@ func pausedSince(st status) string {
 		return ""
 	}
 	return " Paused since " + st.pausedAt.Local().Format("15:04, Jan 2") + "."
+}
+
+// showDatabaseGone says that the database file was removed or replaced.
+func (s *shell) showDatabaseGone(gone bool) {
+	if gone == s.dbGone.Visible() {
+		return
+	}
+	if gone {
+		s.dbGone.Show()
+	} else {
+		s.dbGone.Hide()
+	}
+	s.banners.Refresh()
 }
 
 // showWaiting says how many approval requests wait, if any.

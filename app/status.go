@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -211,9 +212,12 @@ func (u *UI) startPolling() {
 func (u *UI) pollOnce() {
 	home := u.st.Dir()
 	last := u.history.seenSize
+	db := u.st.DatabasePath()
 	goRead(u, func(ctx context.Context) (pollRead, error) {
 		var r pollRead
 		r.paused, _, _ = gate.Paused(home)
+		fi, err := os.Stat(db)
+		r.dbGone = err != nil || u.dbInfo != nil && !os.SameFile(fi, u.dbInfo)
 		r.size = -1
 		if l := u.core.openedLog(); l != nil {
 			if n, err := l.Size(ctx); err == nil {
@@ -222,6 +226,7 @@ func (u *UI) pollOnce() {
 		}
 		return r, nil
 	}, func(r pollRead, _ error) {
+		u.shell.showDatabaseGone(r.dbGone)
 		if r.paused != u.status.paused || r.size >= 0 && r.size != last {
 			u.refreshStatus()
 		}
@@ -234,4 +239,5 @@ func (u *UI) pollOnce() {
 type pollRead struct {
 	paused bool
 	size   int64
+	dbGone bool // the database file was removed or replaced
 }

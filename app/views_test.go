@@ -3,10 +3,13 @@ package app
 import (
 	"bufio"
 	"context"
+	"crypto"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,6 +26,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
+	"github.com/gatehouse-dev/gatehouse/receipts/verify"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
@@ -747,4 +751,256 @@ func (h *harness) useClock() {
 	for _, r := range []*retrier{&h.ui.view.retry, &h.ui.history.retry, &h.ui.policy.retry, &h.ui.settings.retry, &h.ui.agents.retry} {
 		r.u = h.ui
 	}
+}
+
+// --- Export
+
+func TestExport(t *testing.T) {
+	h := newHarness(t, nil)
+	h.seeded(25)
+	p := h.ui.export
+	h.ui.Open(pageExport)
+	dir := t.TempDir()
+	p.folder.SetText(dir)
+	p.server.Options = append(p.server.Options, "github")
+	p.server.SetSelected("github")
+	done := make(chan struct{}, 1)
+	p.exported = h.signal(done)
+	test.Tap(p.run)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no export within 30s")
+	}
+	res := objectText(p.result)
+	assertShows(t, res, "Exported and verified", "Verification, as an auditor runs it", "signatures", "inclusion", "payloads", "--pin-key")
+	assertHides(t, res, "FAIL")
+	files, _ := os.ReadDir(dir)
+	if len(files) != 1 || !strings.HasPrefix(files[0].Name(), "gatehouse-evidence-") {
+		t.Fatalf("the folder holds %v, want one bundle", files)
+	}
+	// The bundle holds github's calls only (and what they need to verify).
+	data, err := os.ReadFile(filepath.Join(dir, files[0].Name(), "manifest.json"))
+	if err != nil || !strings.Contains(string(data), `"servers":["github"]`) {
+		t.Errorf("manifest = %s, %v; want the github filter", data, err)
+	}
+
+	// A folder that does not exist: nothing is written, and it says so.
+	p.folder.SetText(filepath.Join(dir, "missing"))
+	test.Tap(p.run)
+	assertShows(t, objectText(p.result), "No such folder")
+	// An earlier checkpoint that is not one: refused before anything is written.
+	p.folder.SetText(dir)
+	bad := filepath.Join(t.TempDir(), "checkpoint")
+	os.WriteFile(bad, []byte("not a checkpoint\n"), 0o600)
+	p.since.SetText(bad)
+	test.Tap(p.run)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer within 30s")
+	}
+	assertShows(t, objectText(p.result), "Could not export")
+	if files, _ := os.ReadDir(dir); len(files) != 1 {
+		t.Errorf("the folder holds %d entries after a refused export, want the first bundle only", len(files))
+	}
+}
+
+// --- Settings
+
+func TestSettings(t *testing.T) {
+	h := newHarness(t, nil)
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	h.ui.exe = "/opt/gatehouse/gatehouse-app"
+	s := h.ui.settings
+	saved := make(chan error, 1)
+	s.saved = func(err error) { saved <- err }
+	h.ui.Open(pageSettings)
+	h.wait("the settings", func() bool { return s.wait.Selected != "" && s.keys.Objects != nil && len(s.keys.Objects) > 0 })
+	assertShows(t, objectText(s.content), "45 seconds (default)", "current: signs new entries", "the log's first key", h.st.Dir())
+
+	// The approval wait and the log level go to the store, for the proxies.
+	s.wait.SetSelected("2 minutes")
+	if err := <-saved; err != nil {
+		t.Fatal(err)
+	}
+	assertShows(t, objectText(s.content), "Claude Desktop cancels a call after about 60 seconds")
+	s.level.SetSelected("Debug")
+	if err := <-saved; err != nil {
+		t.Fatal(err)
+	}
+	got, _ := h.st.Settings(context.Background())
+	if got.ApprovalWait != 2*time.Minute || got.LogLevel == nil || got.LogLevel.String() != "DEBUG" {
+		t.Errorf("settings = wait %v, level %v; want 2m and debug", got.ApprovalWait, got.LogLevel)
+	}
+
+	// Start at login writes the XDG autostart entry, and removes it.
+	s.login.SetChecked(true)
+	if err := <-saved; err != nil {
+		t.Fatal(err)
+	}
+	entry := filepath.Join(cfg, "autostart", "dev.gatehouse.app.desktop")
+	data, err := os.ReadFile(entry)
+	if err != nil || !strings.Contains(string(data), "Exec=/opt/gatehouse/gatehouse-app --hidden --home "+h.st.Dir()) {
+		t.Errorf("autostart entry = %q, %v; want it to start this app hidden on this home", data, err)
+	}
+	s.login.SetChecked(false)
+	<-saved
+	if _, err := os.Stat(entry); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the autostart entry is still there (stat: %v)", err)
+	}
+
+	// Rotating the key announces a new one, signed by the old.
+	before, _ := h.ui.core.openedLog().Keys(context.Background())
+	s.rotateKey()
+	test.Tap(findButton(h.ui.win.Canvas().Overlays().Top(), "Yes"))
+	h.wait("two keys", func() bool { return len(s.keys.Objects) == 2 })
+	after, _ := h.ui.core.openedLog().Keys(context.Background())
+	if len(after) != len(before)+1 || h.ui.core.openedLog().KeyID() != after[len(after)-1].ID {
+		t.Errorf("keys after rotation = %v, want one more, the new one current", after)
+	}
+	if h.kc.key.Public().(interface{ Equal(crypto.PublicKey) bool }).Equal(after[0].Public) {
+		t.Error("the keychain still holds the first key")
+	}
+
+	// The public keys, as a JWK Set an auditor pins.
+	out := filepath.Join(t.TempDir(), "keys.jwks.json")
+	n, err := writePublicKeys(context.Background(), h.ui.core, out)
+	if err != nil || n != 2 {
+		t.Fatalf("writePublicKeys = %d, %v", n, err)
+	}
+	data, _ = os.ReadFile(out)
+	keys, err := verify.ParsePublicKeys(data)
+	if err != nil || len(keys) != 2 {
+		t.Errorf("the exported file holds %d keys (%v), want 2 a verifier reads", len(keys), err)
+	}
+}
+
+// --- Pause
+
+func TestPause(t *testing.T) {
+	a := &trayApp{App: test.NewTempApp(t), quit: make(chan struct{}, 1)}
+	h := newHarness(t, a, everything)
+	test.Tap(h.ui.shell.pause)
+	h.waitStatus()
+	if paused, _, _ := gate.Paused(h.st.Dir()); !paused {
+		t.Fatal("Pause did not pause the proxies")
+	}
+	assertShows(t, h.screen(), "Gatehouse is paused", "Every tool call is denied until you resume", "Resume")
+	menuItem(t, a.menu, "Resume tool calls")
+	if a.menu.Items[0].Label != "Paused: every tool call is denied" {
+		t.Errorf("tray status = %q", a.menu.Items[0].Label)
+	}
+	// Resume from the tray.
+	menuItem(t, a.menu, "Resume tool calls").Action()
+	h.waitStatus()
+	if paused, _, _ := gate.Paused(h.st.Dir()); paused {
+		t.Fatal("Resume did not resume")
+	}
+	assertHides(t, h.screen(), "Gatehouse is paused")
+
+	// A pause made elsewhere (gatehouse pause) shows at the next poll.
+	gate.Pause(h.st.Dir())
+	h.ui.pollOnce()
+	h.waitStatus()
+	assertShows(t, h.screen(), "Gatehouse is paused")
+}
+
+// --- Database removed
+
+func TestDatabaseRemoved(t *testing.T) {
+	h := newHarness(t, nil, everything)
+	h.ui.pollOnce()
+	h.wait("a poll", func() bool { return true })
+	assertHides(t, h.screen(), "was removed or replaced")
+	if err := os.Remove(h.st.DatabasePath()); err != nil {
+		t.Fatal(err)
+	}
+	h.ui.pollOnce()
+	h.wait("the banner", func() bool { return h.ui.shell.dbGone.Visible() })
+	assertShows(t, h.screen(), "The Gatehouse database was removed or replaced", "start Gatehouse again", "Quit")
+	// The window keeps working on what it has.
+	assertShows(t, h.page(), "everything")
+}
+
+// TestWaitForStore starts while another program holds the database in
+// exclusive mode: the window says so, and the app opens the store once the
+// lock is gone.
+func TestWaitForStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	release := lockExclusively(t, filepath.Join(dir, store.DatabaseFile))
+
+	open := func(ctx context.Context) (*store.Store, error) {
+		return store.Open(ctx, dir, &store.Options{BusyTimeout: 50 * time.Millisecond})
+	}
+	_, err = open(ctx)
+	if !store.IsLocked(err) {
+		t.Fatalf("open while locked = %v, want the lock", err)
+	}
+	a := test.NewTempApp(t)
+	opened := make(chan *store.Store, 1)
+	stop := WaitForStore(a, err, open, func(s *store.Store) { opened <- s })
+	defer stop()
+	var w fyne.Window
+	for _, x := range a.Driver().AllWindows() {
+		if x.Title() == WaitTitle {
+			w = x
+		}
+	}
+	if w == nil {
+		t.Fatal("no window says the app waits")
+	}
+	assertShows(t, windowText(w), "The Gatehouse database is locked", "Trying again every 2 seconds", "Quit")
+	select {
+	case s := <-opened:
+		s.Close()
+		t.Fatal("opened while the lock was held")
+	default:
+	}
+	release()
+	select {
+	case s := <-opened:
+		defer s.Close()
+		if _, err := s.Servers(ctx); err != nil {
+			t.Errorf("the store opened after the wait does not read: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the store did not open within 20s of the lock's release")
+	}
+}
+
+// lockExclusively holds the database at path as a program in exclusive
+// locking mode does, from before anyone else opens it, until release.
+func lockExclusively(t *testing.T, path string) (release func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=locking_mode(EXCLUSIVE)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"BEGIN EXCLUSIVE", "CREATE TABLE IF NOT EXISTS lock_test (x)", "COMMIT"} {
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	done := false
+	release = func() {
+		if !done {
+			done = true
+			conn.Close()
+			db.Close()
+		}
+	}
+	t.Cleanup(release)
+	return release
 }

@@ -46,6 +46,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
@@ -115,42 +116,74 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	level := new(slog.LevelVar)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	st, err := store.Open(ctx, *home, nil)
-	if err != nil {
+	st, err := store.Open(ctx, *home, storeOptions)
+	if err != nil && !store.IsLocked(err) {
 		fmt.Fprintf(stderr, "gatehouse-app: %v\n", err)
 		fmt.Fprintf(stderr, "hint: choose another home folder with --home DIR or $%s\n", store.EnvHome)
 		return 1
 	}
-	defer st.Close()
-	if s, err := st.Settings(ctx); err == nil && s.LogLevel != nil {
-		level.Set(*s.LogLevel)
-	}
 
 	a := fyneapp.NewWithID(appID)
 	a.SetIcon(fyne.NewStaticResource("gatehouse.png", assets.IconPNG(256)))
-	ui := app.New(a, st, &app.Options{Version: version, Logger: log, LogLevel: level})
-	stopApprovals := serveApprovals(ui, st.Dir(), log)
-	switch {
-	case *open != "":
-		ui.Open(*open)
-	case !*hidden || !ui.HasTray():
-		ui.ShowMain()
+	var ui *app.UI
+	stopApprovals := func() {}
+	start := func(s *store.Store) {
+		st = s
+		if set, err := st.Settings(ctx); err == nil && set.LogLevel != nil {
+			level.Set(*set.LogLevel)
+		}
+		ui = app.New(a, st, &app.Options{Version: version, Logger: log, LogLevel: level})
+		stopApprovals = serveApprovals(ui, st.Dir(), log)
+		switch {
+		case *open != "":
+			ui.Open(*open)
+		case !*hidden || !ui.HasTray():
+			ui.ShowMain()
+		}
+	}
+	stopWaiting := func() {}
+	if err != nil {
+		// Another program holds the database locked: say so, and start
+		// once it lets go.
+		log.Warn("the database is locked: waiting", "err", err)
+		stopWaiting = app.WaitForStore(a, err, func(ctx context.Context) (*store.Store, error) {
+			return store.Open(ctx, *home, storeOptions)
+		}, start)
+	} else {
+		start(st)
 	}
 
 	ran := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
-			fyne.Do(ui.Quit)
+			fyne.Do(func() {
+				if ui != nil {
+					ui.Quit()
+				} else {
+					a.Quit()
+				}
+			})
 		case <-ran:
 		}
 	}()
 	a.Run()
 	close(ran)
-	ui.Close()
+	stopWaiting()
+	if ui != nil {
+		ui.Close()
+	}
 	stopApprovals()
+	if st != nil {
+		st.Close()
+	}
 	return 0
 }
+
+// storeOptions open the app's store. The app waits less than a proxy for
+// another process's write: what it writes are a person's actions, and a
+// database held locked for seconds is better said than waited out.
+var storeOptions = &store.Options{BusyTimeout: 3 * time.Second}
 
 // serveApprovals makes the app the approver of the proxies of the home
 // folder home, and returns a function that stops it. When it cannot be
