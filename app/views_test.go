@@ -20,6 +20,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/gatehouse-dev/gatehouse/approval"
+	"github.com/gatehouse-dev/gatehouse/clients"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/internal/seed"
@@ -1003,4 +1004,96 @@ func lockExclusively(t *testing.T, path string) (release func()) {
 	}
 	t.Cleanup(release)
 	return release
+}
+
+// --- Protect my agents
+
+func TestProtectMyAgents(t *testing.T) {
+	h := newHarness(t, nil)
+	home := t.TempDir()
+	original := []byte(`{
+  "numStartups": 12,
+  "mcpServers": {
+    "notes": {
+      "type": "stdio",
+      "command": "/bin/cat",
+      "args": ["--notes"],
+      "env": {"NOTES_TOKEN": "ghp_0123456789abcdef0123456789abcdef0123"}
+    }
+  }
+}
+`)
+	claudeJSON := filepath.Join(home, ".claude.json")
+	if err := os.WriteFile(claudeJSON, original, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := h.ui.agents
+	p.env = &clients.Env{GOOS: "linux", Home: home, Cwd: home, Path: "/usr/bin:/bin",
+		Running: func(clients.ID) (bool, time.Time, error) { return false, time.Time{}, nil },
+		Tracked: func(string) bool { return false }}
+	p.proxy = "/opt/gatehouse/gatehouse"
+	done := make(chan struct{}, 1)
+	p.done = h.signal(done)
+	waitDone := func() {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no scan within 20s:\n%s", h.screen())
+		}
+	}
+	h.ui.Open(pageAgents)
+	waitDone()
+	view := objectText(p.content)
+	assertShows(t, view, "Claude Code", "notes", "Not protected", "0 of 1 servers run through Gatehouse")
+	assertHides(t, view, "ghp_0123456789")
+
+	// Protect all: the plan shows the diff first, secrets masked.
+	test.Tap(p.govern)
+	h.wait("the plan", func() bool { return findButton(h.ui.win.Canvas().Overlays().Top(), "Protect") != nil })
+	dlg := h.ui.win.Canvas().Overlays().Top()
+	plan := objectText(dlg)
+	assertShows(t, plan, ".claude.json", "/opt/gatehouse/gatehouse", "runs through gatehouse proxy notes")
+	assertHides(t, plan, "ghp_0123456789abcdef")
+	if data, _ := os.ReadFile(claudeJSON); string(data) != string(original) {
+		t.Fatal("the file changed before the person agreed")
+	}
+	test.Tap(findButton(dlg, "Protect"))
+	waitDone()
+	data, _ := os.ReadFile(claudeJSON)
+	if !strings.Contains(string(data), "/opt/gatehouse/gatehouse") || strings.Contains(string(data), "ghp_0123456789") {
+		t.Errorf("after Protect the file reads:\n%s\nwant the proxy in it and the token out of it", data)
+	}
+	assertShows(t, objectText(p.content), "Protected", "Restart your agents", "Every server of your 1 client runs through Gatehouse")
+	if s, err := h.st.Server(context.Background(), "notes"); err != nil || s.Command != "/bin/cat" {
+		t.Errorf("registered %+v, %v; want notes running /bin/cat", s, err)
+	}
+
+	// Undo all puts the file back, byte for byte.
+	test.Tap(p.undo)
+	h.wait("the undo plan", func() bool { return findButton(h.ui.win.Canvas().Overlays().Top(), "Undo") != nil })
+	test.Tap(findButton(h.ui.win.Canvas().Overlays().Top(), "Undo"))
+	waitDone()
+	if data, _ := os.ReadFile(claudeJSON); string(data) != string(original) {
+		t.Errorf("after Undo the file reads:\n%s\nwant it as it was:\n%s", data, original)
+	}
+}
+
+func TestProtectMyAgentsWithoutProxy(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.ui.agents
+	p.env = &clients.Env{GOOS: "linux", Home: t.TempDir(), Cwd: t.TempDir()}
+	t.Setenv("PATH", t.TempDir()) // no gatehouse anywhere
+	done := make(chan struct{}, 1)
+	p.done = h.signal(done)
+	h.ui.Open(pageAgents)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no scan within 20s")
+	}
+	assertShows(t, objectText(p.content), "The gatehouse proxy is not installed beside the app")
+	if !p.govern.Disabled() {
+		t.Error("Protect all can be pressed without a proxy to point the configs at")
+	}
 }
