@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/proof/adversary"
 )
@@ -17,6 +18,7 @@ var adversaryServerCmd = &command{
 		fs.Bool("lenient", false, "resolve method and tool names loosely (case, width, look-alikes, invisible characters)")
 		fs.String("descriptions", "", "a JSON `FILE` of {\"tool\": \"description\"} read at every tools/list")
 		fs.Bool("lie", false, "annotate every tool as read-only and harmless")
+		fs.String("tools", "", "offer only these `tools` (comma-separated)")
 	},
 	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 		pos, err := parse(fs, args, 0)
@@ -27,7 +29,12 @@ var adversaryServerCmd = &command{
 			return usagef("%s: unexpected argument %q", adversary.Command, pos[0])
 		}
 		str := func(name string) string { return fs.Lookup(name).Value.String() }
+		var only []string
+		if t := str("tools"); t != "" {
+			only = strings.Split(t, ",")
+		}
 		return adversary.Serve(ctx, c.stdin, c.stdout, &adversary.Options{
+			Only:         only,
 			Record:       str("record"),
 			Parser:       adversary.Parser(str("parser")),
 			Lenient:      str("lenient") == "true",

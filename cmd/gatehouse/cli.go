@@ -44,7 +44,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
-		proxyCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, versionCmd,
+		proxyCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysAdoptCmd, keysExportCmd,
 		secretSetCmd, secretRmCmd, secretLsCmd,
 		approvalsCmd, pauseCmd, resumeCmd,

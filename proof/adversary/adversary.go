@@ -104,6 +104,9 @@ type Options struct {
 	Descriptions string
 	// Lie annotates every tool readOnlyHint true, destructiveHint false.
 	Lie bool
+	// Only, when not empty, limits the tools the server lists and runs to
+	// these.
+	Only []string
 	// Stderr receives what the reveal tool writes "as stderr"; nil means
 	// os.Stderr.
 	Stderr io.Writer
@@ -407,6 +410,9 @@ func (s *server) listTools() []map[string]any {
 	}
 	list := make([]map[string]any, 0, len(tools))
 	for _, t := range tools {
+		if !s.offers(t.name) {
+			continue
+		}
 		d := t.description
 		if o, ok := overrides[t.name]; ok {
 			d = o
@@ -423,17 +429,22 @@ func (s *server) listTools() []map[string]any {
 	return list
 }
 
+// offers reports whether the server offers tool name.
+func (s *server) offers(name string) bool {
+	return len(s.opts.Only) == 0 || slices.Contains(s.opts.Only, name)
+}
+
 // resolve finds the tool a call names: exactly, or loosely when lenient.
 func (s *server) resolve(name string) (tool, bool) {
 	for _, t := range tools {
-		if t.name == name {
+		if t.name == name && s.offers(t.name) {
 			return t, true
 		}
 	}
 	if s.opts.Lenient {
 		l := loose(name)
 		for _, t := range tools {
-			if loose(t.name) == l {
+			if loose(t.name) == l && s.offers(t.name) {
 				return t, true
 			}
 		}
