@@ -3,11 +3,15 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestAmbiguity(t *testing.T) {
@@ -206,4 +210,106 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// forEachKey finds exactly the member names of a JSON object's top level,
+// whatever the values hold.
+func FuzzAmbiguity(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`,
+		`{"a":"\"}","b":[{"c":"]"}],"d":"\\","e":-1.5e3,"f":null,"g":true}`,
+		`{"\u006dethod":1,"Method":2,"method":3}`,
+		`{ "x" : { "y" : [ 1 , "}" ] } , "z" : "\\\"" }`,
+		`{}`, `[]`, `"x"`, `{"":""}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		var got []string
+		forEachKey(data, func(key []byte) bool {
+			got = append(got, string(key))
+			return true
+		})
+		want := topKeys(t, data)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("forEachKey(%s) = %q, want %q", data, got, want)
+		}
+		ambiguity(data, envelopeMembers)
+		ambiguity(data, callMembers)
+	})
+}
+
+// topKeys lists the top-level member names of a JSON object as written
+// (escapes kept), with encoding/json's tokenizer.
+func topKeys(t *testing.T, data []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var keys []string
+	for dec.More() {
+		start := dec.InputOffset()
+		if _, err := dec.Token(); err != nil {
+			t.Fatal(err)
+		}
+		raw := bytes.TrimLeft(data[start:dec.InputOffset()], " \t\r\n,")
+		keys = append(keys, string(raw[1:len(raw)-1]))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// A secret's forms the proxy promises to catch never reach the client,
+// whatever surrounds them in a result.
+func FuzzRedact(f *testing.F) {
+	f.Add("sk-live-0123456789", "token: ", " end", uint8(0))
+	f.Add("pässwört-ünïcode", "", "", uint8(1))
+	f.Add("ab\"cd\\ef/gh&ij", "x", "y", uint8(2))
+	f.Add("short-secret", "short-sec", "ret", uint8(3))
+	f.Fuzz(func(t *testing.T, secret, before, after string, form uint8) {
+		if len(secret) < minEncodedLen || !utf8.ValidString(secret) || !utf8.ValidString(before) || !utf8.ValidString(after) {
+			return
+		}
+		encoded := []string{secret, hex.EncodeToString([]byte(secret)), url.QueryEscape(secret), strings.ToUpper(hex.EncodeToString([]byte(secret)))}
+		text := before + encoded[int(form)%len(encoded)] + after
+		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{
+			"content": []any{map[string]any{"type": "text", "text": text}}}})
+		out, findings := newRedactor(map[string]string{"s": secret}).redact(msg)
+		var decoded any
+		if err := json.Unmarshal(out, &decoded); err != nil {
+			t.Fatalf("redacted message is not JSON: %v", err)
+		}
+		plain, _ := json.Marshal(decoded)
+		var s strings.Builder
+		collect(decoded, &s)
+		if strings.Contains(s.String(), secret) {
+			t.Fatalf("the secret survived redaction of %q: %s", text, plain)
+		}
+		if len(findings) == 0 {
+			t.Fatalf("nothing found in %q", text)
+		}
+	})
+}
+
+func collect(v any, b *strings.Builder) {
+	switch x := v.(type) {
+	case string:
+		b.WriteString(x)
+		b.WriteByte(0)
+	case []any:
+		for _, e := range x {
+			collect(e, b)
+		}
+	case map[string]any:
+		for _, e := range x {
+			collect(e, b)
+		}
+	}
 }
