@@ -112,10 +112,11 @@
 // user (root included). That holds even if the folder's permissions are
 // loosened later.
 //
-// On Linux, Ask also checks the approver's program: the process listening
-// on the socket (its pid as the kernel recorded it, and /proc/<pid>/exe)
-// must run the asking program itself, or gatehouse or gatehouse-app from the
-// same folder. Another program that took the socket's path (a script, a
+// On Linux, when the asking program is Gatehouse's own (gatehouse, as every
+// proxy is, or gatehouse-app), Ask also checks the approver's program: the
+// process listening on the socket (its pid as the kernel recorded it, and
+// /proc/<pid>/exe) must run the asking program itself, or gatehouse or
+// gatehouse-app from the same folder. Another program that took the socket's path (a script, a
 // copy of gatehouse elsewhere) is refused, and the call is denied as if no
 // approver ran.
 //

