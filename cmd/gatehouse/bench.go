@@ -5,16 +5,18 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/downstream"
+	"io"
 	"os"
 
+	"github.com/gatehouse-dev/gatehouse/downstream"
 	"github.com/gatehouse-dev/gatehouse/gateway/bench"
+	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[--server NAME [--tool TOOL] [--arg ARG] [--governed]] [--calls N] [--concurrency N] [--starts N] [--payload BYTES] [--rounds N] [--json]",
+	usage:   "[--server NAME [--tool TOOL] [--arg ARG]] [--governed] [--calls N] [--concurrency N] [--proxies N] [--starts N] [--payload BYTES] [--rounds N] [--json]",
 	summary: "measure the proxy: calls/s and latency, direct and through the gate; start-up time",
 	help: `
 Runs a small MCP server with one echo tool and calls it both directly and
@@ -35,18 +37,26 @@ proxy as MCP clients do, the policy deciding on every call and the evidence
 log recording it: the policy must allow the tool (gatehouse policy set
 mcp.NAME.TOOL ALLOW), and every call measured leaves a receipt.
 
+--governed without --server measures the built-in server through the gate:
+the temporary home's policy allows its echo tool, and its signing key is
+made in the keychain and removed afterwards. --proxies N also starts N
+proxies at once, each making its share of --calls one at a time, all writing
+to the home's one database. The report gives the proxy's memory (resident,
+once started and at most under the calls) on Linux.
+
 Read the proxy/direct ratio rather than the absolute figures, which depend
 on the machine. docs/performance.md has the figures and what they mean.`,
 	flags: func(fs *flag.FlagSet) {
 		fs.String("server", "", "measure the registered server `NAME` instead of the built-in echo server")
 		fs.String("tool", "echo", "with --server, the `tool` to call")
 		fs.String("arg", "message", "with --server, the tool's string `argument` that carries the message")
-		fs.Bool("governed", false, "with --server, measure the proxy with the gate (policy and receipts), not --pass-through")
+		fs.Bool("governed", false, "measure the proxy with the gate (policy and receipts), not --pass-through")
 		fs.Int("calls", 2000, "calls per mode (direct, proxy)")
 		fs.Int("concurrency", 1, "`n` callers sharing one session")
 		fs.Int("starts", 30, "start-up samples per mode")
 		fs.Int("payload", 100, "`bytes` of each message")
 		fs.Int("rounds", 10, "interleaved rounds per mode the calls are split into")
+		fs.Int("proxies", 0, "also measure `n` proxies making calls at once (--calls in all), writing to one database")
 		fs.Bool("json", false, "print the report as JSON")
 	},
 	run: runBench,
@@ -84,10 +94,10 @@ func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	if server == "" && (set["tool"] || set["arg"]) {
 		return usagef("bench: --tool and --arg need --server: the built-in server has only echo(message)")
 	}
-	if server == "" && set["governed"] {
-		return usagef("bench: --governed needs --server: the temporary home's policy allows no tool")
-	}
 	cfg.Governed = fs.Lookup("governed").Value.String() == "true"
+	if cfg.Proxies = get("proxies"); cfg.Proxies < 0 {
+		return usagef("bench: --proxies must not be negative")
+	}
 
 	if cfg.Gatehouse, err = os.Executable(); err != nil {
 		return fmt.Errorf("bench: find the gatehouse binary: %w", err)
@@ -105,6 +115,15 @@ func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		cfg.Home = home
 		if err := registerBenchServer(ctx, home, cfg.Gatehouse); err != nil {
 			return err
+		}
+		if cfg.Governed {
+			// The temporary home's policy allows the echo tool; its signing
+			// key goes from the keychain with the home.
+			purge, err := allowBenchEcho(ctx, home)
+			if err != nil {
+				return err
+			}
+			defer purge()
 		}
 	}
 
@@ -174,6 +193,33 @@ func registerBenchServer(ctx context.Context, dir, exe string) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	return nil
+}
+
+// allowBenchEcho adds a rule allowing the built-in echo tool to the policy
+// of the temporary home, and returns a function that removes the home's
+// items from the keychain.
+func allowBenchEcho(ctx context.Context, home string) (purge func(), err error) {
+	c := &cli{home: home, stderr: io.Discard}
+	st, l, err := c.openLog(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bench: --governed: %w", err)
+	}
+	defer st.Close()
+	purge = func() { vaultFor(st).Purge() }
+	ps, err := policy.Open(ctx, st, &policy.Options{Recorder: policyRecorder(l)})
+	if err == nil {
+		var p *policy.Policy
+		if p, err = ps.Current(ctx); err == nil {
+			p = p.Clone()
+			p.Rules = append(p.Rules, policy.Rule{ID: "bench-echo", Capability: policy.Capability(bench.ServerName, "echo"), Decision: policy.Allow})
+			_, err = ps.Save(ctx, p)
+		}
+	}
+	if err != nil {
+		purge()
+		return nil, fmt.Errorf("bench: --governed: allow the echo tool: %w", err)
+	}
+	return purge, nil
 }
 
 var benchEchoServerCmd = &command{

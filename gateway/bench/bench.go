@@ -106,6 +106,10 @@ type Config struct {
 	Starts      int `json:"starts"`      // start-up samples per mode; 30
 	Payload     int `json:"payload"`     // bytes of each message; 100
 	Rounds      int `json:"rounds"`      // rounds per mode the calls are split into; 10
+	// Proxies, when more than 1, also measures that many proxies making
+	// calls at once (Calls in all, one caller each), all writing to the
+	// home's one database: governed, the contention of their receipts.
+	Proxies int `json:"proxies,omitempty"`
 }
 
 // The tool called by default and its argument: the built-in server's, which
@@ -173,6 +177,12 @@ type Report struct {
 	// StartAdded is what the proxy adds to start-up: the difference of the
 	// two medians.
 	StartAdded time.Duration `json:"start_added_ns"`
+
+	// ProxyMemory is the proxy process's memory (Linux).
+	ProxyMemory Memory `json:"proxy_memory"`
+	// Fleet are the figures of Config.Proxies proxies at once; nil when
+	// not measured.
+	Fleet *Fleet `json:"fleet,omitempty"`
 }
 
 // Calls are the throughput and latency figures of one mode.
@@ -255,6 +265,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := r.measureStartup(ctx, &cfg, direct, proxy); err != nil {
 		return nil, err
 	}
+	if cfg.Proxies > 1 {
+		if err := r.measureFleet(ctx, &cfg, proxy); err != nil {
+			return nil, fmt.Errorf("%d proxies at once: %w", cfg.Proxies, err)
+		}
+	}
 	return r, nil
 }
 
@@ -279,6 +294,8 @@ func (r *Report) measureCalls(ctx context.Context, cfg *Config, direct, proxy mo
 			return fmt.Errorf("%s: warm-up: %w", sd.name, err)
 		}
 	}
+	proxyPID := sides[1].s.cmd.Process.Pid
+	r.ProxyMemory.Idle, _, _ = procMemory(proxyPID)
 	next := 0 // number of the next call's message
 	for round := range cfg.Rounds {
 		n := cfg.Calls / cfg.Rounds
@@ -303,6 +320,7 @@ func (r *Report) measureCalls(ctx context.Context, cfg *Config, direct, proxy mo
 			sd.rounds = append(sd.rounds, float64(n)/el.Seconds())
 		}
 	}
+	_, r.ProxyMemory.Peak, _ = procMemory(proxyPID)
 	for _, sd := range sides {
 		if err := sd.s.close(); err != nil {
 			return fmt.Errorf("stop %s: %w", sd.name, err)

@@ -100,6 +100,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	for i, x := range r.RoundRatios {
 		ratios[i] = pct(x)
 	}
+	if f := r.Fleet; f != nil {
+		b.WriteByte('\n')
+		row(fmt.Sprintf("%d proxies at once", f.Proxies), "calls/s", "p50", "p90", "p99", "max")
+		row("  all calls", fmt.Sprintf("%.0f", f.PerSecond), ms(f.P50), ms(f.P90), ms(f.P99), ms(f.Max))
+	}
+	if m := r.ProxyMemory; m.Idle > 0 {
+		fmt.Fprintf(&b, "\nproxy memory (resident): %s once started, %s at most under the calls\n", mb(m.Idle), mb(m.Peak))
+	}
 	fmt.Fprintf(&b, "\nproxy/direct throughput: %s (round by round: %s)\n", pct(r.Ratio), strings.Join(ratios, ", "))
 	fmt.Fprintf(&b, "start-up added by the proxy (p50 - p50): %s\n", ms(r.StartAdded))
 	fmt.Fprintf(&b, "goal: proxy keeps >= %s of direct throughput: %s\n", pct(GoalThroughput), verdict(r.ThroughputMet()))
