@@ -319,17 +319,37 @@ func (t *T) stdLab(ctx context.Context, serverFlags ...string) (*Lab, error) {
 	if err := l.AddServer(ctx, serverName, "", nil, serverFlags...); err != nil {
 		return nil, err
 	}
-	for _, r := range [][2]string{
-		{"mcp.adv.read_file", "ALLOW"},
-		{"mcp.adv.echo", "ALLOW"},
-		{"mcp.adv.delete_file", "DENY"},
-	} {
-		if err := l.Policy(ctx, r[0], r[1]); err != nil {
-			return nil, err
-		}
+	if _, _, err := l.Gatehouse(ctx, stdPolicy, "policy", "import", "-"); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
+
+// stdPolicy is the standard lab's policy: the built-in defaults, and three
+// rules.
+const stdPolicy = `default = "APPROVAL_REQUIRED"
+
+[defaults]
+low = "ALLOW"
+medium = "APPROVAL_REQUIRED"
+high = "APPROVAL_REQUIRED"
+critical = "APPROVAL_REQUIRED"
+
+[[rule]]
+id = "adv-read"
+capability = "mcp.adv.read_file"
+decision = "ALLOW"
+
+[[rule]]
+id = "adv-echo"
+capability = "mcp.adv.echo"
+decision = "ALLOW"
+
+[[rule]]
+id = "adv-delete"
+capability = "mcp.adv.delete_file"
+decision = "DENY"
+`
 
 // refusal checks that res is a refusal as the model must read it: an
 // isError result that names Gatehouse, and holds each of want.
