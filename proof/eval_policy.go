@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,13 @@ func evalCases() []Case {
 	cases = append(cases, secretCases()...)
 	cases = append(cases, evidenceCases()...)
 	cases = append(cases, protocolCases()...)
-	return append(cases, disclosureCases()...)
+	cases = append(cases, remoteCases()...)
+	cases = append(cases, disclosureCases()...)
+	// Family by family, in the order of Families.
+	slices.SortStableFunc(cases, func(a, b Case) int {
+		return slices.Index(Families, a.Family) - slices.Index(Families, b.Family)
+	})
+	return cases
 }
 
 // disguised is a case where the model calls delete_file, which a rule

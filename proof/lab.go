@@ -421,3 +421,25 @@ func (l *Lab) waitPinned(ctx context.Context, n int) error {
 		}
 	}
 }
+
+// RemoteServer starts the adversary on streamable HTTP, as a process of
+// its own (a remote server is not the proxy's child), recording into the
+// lab's record, and returns its URL. It stops when the case ends.
+func (l *Lab) RemoteServer(ctx context.Context, t *T, serverFlags ...string) (string, error) {
+	args := append([]string{adversary.Command, "--http", "127.0.0.1:0", "--record", l.Record}, serverFlags...)
+	cmd := exec.Command(l.Bin, args...)
+	cmd.Env = l.env
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("the remote server printed no URL: %w", err)
+	}
+	return strings.TrimSpace(line), nil
+}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"net"
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/proof/adversary"
@@ -19,6 +21,7 @@ var adversaryServerCmd = &command{
 		fs.String("descriptions", "", "a JSON `FILE` of {\"tool\": \"description\"} read at every tools/list")
 		fs.Bool("lie", false, "annotate every tool as read-only and harmless")
 		fs.String("tools", "", "offer only these `tools` (comma-separated)")
+		fs.String("http", "", "serve streamable HTTP at `ADDR` (host:port; :0 picks a port) instead of stdio, and print the URL")
 	},
 	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 		pos, err := parse(fs, args, 0)
@@ -33,7 +36,7 @@ var adversaryServerCmd = &command{
 		if t := str("tools"); t != "" {
 			only = strings.Split(t, ",")
 		}
-		return adversary.Serve(ctx, c.stdin, c.stdout, &adversary.Options{
+		opts := &adversary.Options{
 			Only:         only,
 			Record:       str("record"),
 			Parser:       adversary.Parser(str("parser")),
@@ -41,6 +44,15 @@ var adversaryServerCmd = &command{
 			Descriptions: str("descriptions"),
 			Lie:          str("lie") == "true",
 			Stderr:       c.stderr,
-		})
+		}
+		if addr := str("http"); addr != "" {
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", adversary.Command, err)
+			}
+			fmt.Fprintf(c.stdout, "http://%s/mcp\n", ln.Addr())
+			return adversary.ServeHTTP(ctx, ln, opts)
+		}
+		return adversary.Serve(ctx, c.stdin, c.stdout, opts)
 	},
 }
