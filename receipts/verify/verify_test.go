@@ -683,8 +683,13 @@ func TestLogTamper(t *testing.T) {
 		dir := t.TempDir()
 		l, st := newLog(t, dir, "", newKey(t))
 		l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), nil)
-		// The log opened with a key that the log's key never vouched for.
-		l2, err := receipts.Open(ctx, st, newKey(t))
+		// A key that the log's key never vouched for: Open refuses it,
+		// Adopt adds it, and verification reports the break.
+		stranger := newKey(t)
+		if _, err := receipts.Open(ctx, st, stranger); !errors.Is(err, receipts.ErrForeignKey) {
+			t.Fatalf("Open with a stranger's key = %v, want ErrForeignKey", err)
+		}
+		l2, err := receipts.Adopt(ctx, st, stranger)
 		if err != nil {
 			t.Fatal(err)
 		}
