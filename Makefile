@@ -59,7 +59,7 @@ define heading
 endef
 
 .PHONY: help run build test lint vet staticcheck test-unit test-race build-check \
-	bench fuzz deps clean distclean go-check deps-run deps-test \
+	bench eval fuzz deps clean distclean go-check deps-run deps-test \
 	package package-check deps-package
 
 help: ## list the targets
@@ -135,13 +135,21 @@ package-check: package ## make package, then install and run each package: a cle
 	$(call heading,package-check: packaging/check.sh)
 	bash packaging/check.sh
 
-bench: deps-test build ## bin/gatehouse bench, then the Go benchmarks of the proxy, the gate and the evidence log
+bench: deps-test build ## bin/gatehouse bench (relay, and governed with 8 proxies), then the Go benchmarks of the proxy, the gate and the evidence log
 	$(call heading,bench: bin/gatehouse bench)
 	$(KEYRING) bin/gatehouse bench
+	$(call heading,bench: bin/gatehouse bench --governed --proxies 8)
+	$(KEYRING) bin/gatehouse bench --governed --proxies 8
 	$(call heading,bench: go test -bench . ./gateway/... ./gate/)
 	$(KEYRING) go test -run '^$$' -bench . -benchtime 2000x ./gateway/... ./gate/
 	$(call heading,bench: go test -bench . ./receipts/... (search builds a million-receipt database once, about 30 min, cached under the temp folder; GATEHOUSE_BENCH_ENTRIES=1000000 runs export and verify at a million too))
 	$(KEYRING) go test -run '^$$' -bench . -timeout 2h ./receipts/...
+
+eval: deps-test build ## bin/gatehouse eval, then bin/gatehouse eval --faults (make test runs both too)
+	$(call heading,eval: bin/gatehouse eval)
+	bin/gatehouse eval
+	$(call heading,eval: bin/gatehouse eval --faults)
+	bin/gatehouse eval --faults
 
 fuzz: go-check ## run every Fuzz* target for FUZZTIME each (default 10s)
 	$(call heading,fuzz: each fuzz target for $(FUZZTIME))
