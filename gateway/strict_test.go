@@ -313,3 +313,63 @@ func collect(v any, b *strings.Builder) {
 		}
 	}
 }
+
+// What a governed proxy lets through, servers read as the gate did: for a
+// message the proxy does not refuse as ambiguous, its method, and a
+// tools/call's tool name, are the same to the proxy, to a reader like
+// JSON.parse (exact names, the last of a repeated member) and to Go's
+// encoding/json (names in any case).
+func FuzzReadsAgree(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call","params":{"name":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"\u006dethod":"tools/call","params":{"\u006eame":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"PARAMS":{"name":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"TOOLS/CALL","params":{"name":"a"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		msgs, batch, err := parseFrame(raw)
+		if err != nil || batch || len(msgs) != 1 || msgs[0].kind != kindRequest {
+			return
+		}
+		m := msgs[0]
+		if ambiguousMessage(m) != "" {
+			return
+		}
+		var exact map[string]json.RawMessage
+		var loose struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(m.raw, &exact) != nil || json.Unmarshal(m.raw, &loose) != nil {
+			return // the server could not read it at all
+		}
+		var exactMethod string
+		json.Unmarshal(exact["method"], &exactMethod)
+		if exactMethod != m.method || loose.Method != m.method {
+			t.Fatalf("%s: the proxy reads method %q, JSON.parse %q, encoding/json %q", raw, m.method, exactMethod, loose.Method)
+		}
+		if m.method != governedMethod {
+			return
+		}
+		p, err := readCallParams(m.raw)
+		if err != nil {
+			return // refused
+		}
+		var exactParams map[string]json.RawMessage
+		var looseParams struct {
+			Name string `json:"name"`
+		}
+		json.Unmarshal(exact["params"], &exactParams)
+		json.Unmarshal(loose.Params, &looseParams)
+		var exactName string
+		json.Unmarshal(exactParams["name"], &exactName)
+		if exactName != p.Name || looseParams.Name != p.Name {
+			t.Fatalf("%s: the gate reads tool %q, JSON.parse %q, encoding/json %q", raw, p.Name, exactName, looseParams.Name)
+		}
+	})
+}
