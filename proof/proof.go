@@ -37,14 +37,17 @@
 //     crashes;
 //   - honest disclosure: every refusal says it is Gatehouse's, and why.
 //
-// Every case also checks, for every proxy it ran, that nothing but JSON-RPC
-// reached the client's stdout.
+// After every case, whatever it attacked, the lab is audited ([Lab.Audit]): its
+// log exports and verifies, and every call the server ran has a receipt that
+// allowed it, with the arguments it ran with; and every proxy it ran wrote
+// nothing but JSON-RPC to the client's stdout.
 //
 // # Faults
 //
 // [Faults] kills proxies with SIGKILL at random points across thousands of
 // calls, crashes the server mid-call, locks the database, fills the disk
-// (the proxy's file size limit) and makes the keychain disappear. After
+// (the proxy's file size limit), and makes the keychain and the approver
+// disappear. After
 // each: every call the server ran has its receipt, the log verifies, and
 // the next call works or fails clearly, saying Gatehouse refused it.
 //
