@@ -179,7 +179,8 @@ func (p *agentsPage) show(cs []clients.Client) {
 	governed, open := counts(cs)
 	switch {
 	case installed == 0:
-		setText(p.summary, "No MCP client found on this computer. Gatehouse looks for Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI, Codex and Zed.")
+		setText(p.summary, "No MCP client found on this computer. Gatehouse looks for Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI, Codex and Zed, "+
+			"and finds their servers once you add some in them; or add servers here, in Servers, and point your client at gatehouse proxy NAME.")
 	case open == 0 && governed == 0:
 		setText(p.summary, fmt.Sprintf("%s found, with no MCP servers configured yet.", plural(installed, "client", "clients")))
 	case open == 0:
@@ -341,7 +342,7 @@ func (p *agentsPage) confirm(pl *clients.Plan) {
 		for _, n := range r.Notes {
 			line += "; " + n
 		}
-		sections = append(sections, text("• "+line, widget.RichTextStyle{}))
+		sections = append(sections, wrapText("• "+line, widget.RichTextStyle{}))
 	}
 	for _, f := range pl.Files {
 		sections = append(sections, text(tildePath(f.Path, userHome()), widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}}),
@@ -391,7 +392,7 @@ func (p *agentsPage) apply(pl *clients.Plan) {
 func unifiedDiff(d string) fyne.CanvasObject {
 	var segs []widget.RichTextSegment
 	for _, line := range strings.Split(strings.TrimRight(d, "\n"), "\n") {
-		st := widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}, SizeName: sizeNameCode}
+		st := widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}}
 		switch {
 		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"), strings.HasPrefix(line, "@@"):
 			st.ColorName = theme.ColorNamePlaceHolder

@@ -113,6 +113,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -184,6 +185,9 @@ type UI struct {
 	ctx    context.Context // cancelled by Close; parent of every store read
 	cancel context.CancelFunc
 	reads  sync.WaitGroup // store reads in flight
+	// inflight counts the reads whose result has not reached the window
+	// yet. Tests wait for it to drop to zero.
+	inflight atomic.Int64
 
 	// The fields below belong to the Fyne thread.
 	win        fyne.Window
@@ -481,6 +485,7 @@ func goRead[T any](u *UI, read func(ctx context.Context) (T, error), show func(T
 		return
 	}
 	u.reads.Add(1)
+	u.inflight.Add(1)
 	go func() {
 		defer u.reads.Done()
 		ctx, cancel := context.WithTimeout(u.ctx, readTimeout)
@@ -489,7 +494,10 @@ func goRead[T any](u *UI, read func(ctx context.Context) (T, error), show func(T
 		if u.ctx.Err() != nil {
 			return // closed: the window may be gone
 		}
-		u.do(func() { show(v, err) })
+		u.do(func() {
+			defer u.inflight.Add(-1)
+			show(v, err)
+		})
 	}()
 }
 

@@ -89,6 +89,7 @@ func newHarness(t *testing.T, a fyne.App, servers ...store.Server) *harness {
 	h.ui.ShowMain()
 	h.waitRefresh()
 	h.waitStatus()
+	h.settle()
 	return h
 }
 
@@ -133,6 +134,7 @@ func (h *harness) tapRefresh() {
 	}
 	test.Tap(b)
 	h.waitRefresh()
+	h.settle()
 }
 
 // screen returns the text visible in the main window, one drawn line of

@@ -235,6 +235,9 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 	status := text(word, widget.RichTextStyle{ColorName: col, TextStyle: fyne.TextStyle{Bold: true}, Inline: true})
 	sections = append(sections, title, container.NewHBox(container.NewCenter(c), status))
 
+	// Verification: what an auditor would check, first.
+	sections = append(sections, verificationView(v.check))
+
 	// Facts.
 	facts := container.New(layout.NewFormLayout())
 	fact := func(k, val string, mono bool) {
@@ -243,12 +246,15 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 		}
 		l := widget.NewLabel(val)
 		l.TextStyle.Monospace = mono
-		l.Wrapping = fyne.TextWrapBreak
+		l.Wrapping = fyne.TextWrapWord
+		if mono {
+			l.Wrapping = fyne.TextWrapBreak
+		}
 		l.Selectable = true
 		facts.Add(text(k, widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, Alignment: fyne.TextAlignTrailing}))
 		facts.Add(l)
 	}
-	fact("When", entryTime(e).Local().Format("Mon Jan 2, 2006 at 15:04:05.000 MST"), false)
+	fact("When", entryTime(e).Local().Format("Jan 2, 2006, 15:04:05.000 MST"), false)
 	fact("Entry", fmt.Sprintf("%s, %s #%s", e.ID, e.Kind, thousands(int(e.Index))), true)
 	switch e.Kind {
 	case entry.KindReceipt:
@@ -290,9 +296,6 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 		fact("Status", fmt.Sprintf("%s in %.1f ms", o.Status, o.DurationMS), false)
 	}
 	sections = append(sections, facts)
-
-	// Verification.
-	sections = append(sections, verificationView(v.check))
 
 	// Payloads.
 	showPayload := func(label string, p receipts.Payload) {

@@ -105,6 +105,7 @@ func newExportPage(u *UI) *exportPage {
 	p.progress.Stop()
 	p.progress.Hide()
 	p.result = container.NewVBox()
+	p.showPlaceholder()
 
 	form := widget.NewForm(
 		widget.NewFormItem("Period", p.period),
@@ -126,6 +127,16 @@ func newExportPage(u *UI) *exportPage {
 	split.Offset = 0.5
 	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(split))
 	return p
+}
+
+// showPlaceholder says where the result will be.
+func (p *exportPage) showPlaceholder() {
+	p.result.RemoveAll()
+	p.result.Add(container.New(layout.NewCustomPaddedLayout(theme.Padding()*8, 0, theme.Padding()*4, theme.Padding()*4),
+		container.NewVBox(
+			container.NewCenter(widget.NewIcon(theme.NewColoredResource(theme.DownloadIcon(), theme.ColorNamePlaceHolder))),
+			wrapText("The bundle's path, what it holds, and each check of its verification appear here once it is written.",
+				widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, Alignment: fyne.TextAlignCenter}))))
 }
 
 // defaultExportFolder is where bundles go unless the user chooses: the
@@ -194,6 +205,22 @@ func bundleName(now time.Time, archive bool) string {
 	return name
 }
 
+// freshPath returns name in folder, or, when that exists (two exports in
+// the same second), name with -2, -3 … before its extension.
+func freshPath(folder, name string) string {
+	base, ext := name, ""
+	if b, ok := strings.CutSuffix(name, ".tar.gz"); ok {
+		base, ext = b, ".tar.gz"
+	}
+	p := filepath.Join(folder, name)
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			return p
+		}
+		p = filepath.Join(folder, fmt.Sprintf("%s-%d%s", base, i, ext))
+	}
+}
+
 // export writes the bundle and verifies it.
 func (p *exportPage) export() {
 	folder := expandTilde(strings.TrimSpace(p.folder.Text))
@@ -216,16 +243,18 @@ func (p *exportPage) export() {
 		}
 		opts.Since = data
 	}
-	out := filepath.Join(folder, bundleName(now, p.archive.Checked))
+	out := freshPath(folder, bundleName(now, p.archive.Checked))
 	p.run.Disable()
 	p.progress.Show()
 	p.progress.Start()
 	// An export of a million entries takes minutes: no read deadline.
 	p.u.reads.Add(1)
+	p.u.inflight.Add(1)
 	go func() {
 		defer p.u.reads.Done()
 		r, err := exportAndVerify(p.u.ctx, p.u.core, out, opts)
 		p.u.do(func() {
+			defer p.u.inflight.Add(-1)
 			p.run.Enable()
 			p.progress.Stop()
 			p.progress.Hide()

@@ -580,7 +580,7 @@ func serverInfo(u *UI, s store.Server) []fyne.CanvasObject {
 		var lines []string
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if id, ok := vault.ParseRef(m[k]); ok {
-				lines = append(lines, k+"  (credential "+id+", in the keychain)")
+				lines = append(lines, k+"  (in the keychain as "+id+")")
 			} else {
 				lines = append(lines, k)
 			}
@@ -627,7 +627,8 @@ type toolRow struct {
 	risk     *badge
 	decision *widget.RichText
 	rule     *widget.RichText
-	pin      *widget.Button
+	pin      *widget.Button   // a changed definition: review it
+	pinText  *widget.RichText // pinned, or not listed yet
 }
 
 func newToolRow(onChange func(gate.ToolStatus)) *toolRow {
@@ -639,8 +640,9 @@ func newToolRow(onChange func(gate.ToolStatus)) *toolRow {
 	r.risk = newBadge()
 	r.decision = text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true})
 	r.rule = text("", caption)
-	r.pin = widget.NewButton("", func() { r.onChange(r.tool) })
-	r.pin.Importance = widget.LowImportance
+	r.pin = widget.NewButtonWithIcon("", theme.WarningIcon(), func() { r.onChange(r.tool) })
+	r.pin.Importance = widget.WarningImportance
+	r.pinText = text("", widget.RichTextStyle{SizeName: theme.SizeNameCaptionText, Inline: true})
 	r.ExtendBaseWidget(r)
 	return r
 }
@@ -648,8 +650,8 @@ func newToolRow(onChange func(gate.ToolStatus)) *toolRow {
 func (r *toolRow) CreateRenderer() fyne.WidgetRenderer {
 	right := container.NewHBox(
 		fixedWidth(100, container.NewCenter(r.risk)),
-		fixedWidth(150, compact(r.decision, pullUp(r.rule))),
-		fixedWidth(130, container.NewCenter(r.pin)))
+		fixedWidth(140, compact(r.decision, pullUp(r.rule))),
+		fixedWidth(150, container.NewCenter(container.NewStack(r.pin, container.NewCenter(r.pinText)))))
 	return widget.NewSimpleRenderer(container.New(layout.NewCustomPaddedLayout(0, 0, 4, 4),
 		container.NewBorder(nil, nil, nil, right, compact(r.name, pullUp(r.desc)))))
 }
@@ -668,22 +670,20 @@ func (r *toolRow) set(t gate.ToolStatus) {
 	seg.Text, seg.Style.ColorName = word, c
 	r.decision.Refresh()
 	setText(r.rule, "rule "+plainLine(t.Rule))
+	seg = r.pinText.Segments[0].(*widget.TextSegment)
 	switch t.Pin {
 	case gate.Changed:
-		r.pin.SetText("⚠ Changed: review")
-		r.pin.SetIcon(nil)
-		r.pin.Importance = widget.WarningImportance
-		r.pin.Enable()
+		r.pin.SetText("Review change")
+		r.pin.Show()
+		seg.Text = ""
 	case unpinned:
-		r.pin.SetText("Not listed yet")
-		r.pin.Importance = widget.LowImportance
-		r.pin.Disable()
+		r.pin.Hide()
+		seg.Text, seg.Style.ColorName = "not listed through a proxy yet", theme.ColorNamePlaceHolder
 	default:
-		r.pin.SetText("✓ Pinned")
-		r.pin.Importance = widget.LowImportance
-		r.pin.Disable()
+		r.pin.Hide()
+		seg.Text, seg.Style.ColorName = "✓ pinned "+t.PinnedAt.Local().Format("Jan 2"), theme.ColorNameSuccess
 	}
-	r.pin.Refresh()
+	r.pinText.Refresh()
 }
 
 // decisionLook returns how a decision is shown: its words and colour.

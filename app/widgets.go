@@ -103,8 +103,9 @@ func (r *panelRenderer) Refresh() {
 	r.inner.Refresh()
 }
 
-// A serverRow is one server in the list: an avatar with its initial, its
-// name and transport, the command it runs, and when it was added.
+// A serverRow is one server in the list: an avatar with its initial (and
+// the result of its last connection test), its name and transport, and the
+// command it runs or the URL it is reached at.
 type serverRow struct {
 	widget.BaseWidget
 	dot       *canvas.Circle // the last connection test: green, red, or none
@@ -113,7 +114,6 @@ type serverRow struct {
 	name      *widget.RichText
 	transport *widget.RichText
 	command   *widget.RichText
-	added     *widget.RichText
 }
 
 func newServerRow() *serverRow {
@@ -124,7 +124,6 @@ func newServerRow() *serverRow {
 		name:      text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}),
 		transport: text("", widget.RichTextStyle{ColorName: theme.ColorNamePrimary, SizeName: theme.SizeNameCaptionText, Inline: true}),
 		command:   text("", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, SizeName: sizeNameCode, TextStyle: fyne.TextStyle{Monospace: true}, Inline: true}),
-		added:     text("", caption),
 	}
 	r.initial.TextStyle.Bold = true
 	r.initial.TextSize = 16
@@ -146,7 +145,7 @@ func (r *serverRow) CreateRenderer() fyne.WidgetRenderer {
 	return widget.NewSimpleRenderer(container.New(layout.NewCustomPaddedLayout(2, 2, 4, 4),
 		container.NewBorder(nil, nil,
 			container.NewCenter(avatar),
-			container.NewCenter(r.added),
+			nil,
 			compact(top, r.command))))
 }
 
@@ -173,7 +172,6 @@ func (r *serverRow) set(s store.Server, h health) {
 	} else {
 		setText(r.command, commandLine(s.Command, s.Args))
 	}
-	setText(r.added, addedOn(s.CreatedAt))
 }
 
 // avatarColors are the avatar backgrounds, chosen to carry white text in
