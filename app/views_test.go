@@ -812,7 +812,9 @@ func TestExport(t *testing.T) {
 	os.WriteFile(bad, []byte("not a checkpoint\n"), 0o600)
 	p.since.SetText(bad)
 	test.Tap(p.run)
-	h.wait("the refusal", func() bool { return strings.Contains(objectText(p.result), "This log does not extend the earlier export's") })
+	h.wait("the refusal", func() bool {
+		return strings.Contains(objectText(p.result), "This log does not extend the earlier export's")
+	})
 	assertShows(t, strings.Join(strings.Fields(objectText(p.result)), " "), "not signed by a key of this log", "Nothing was exported")
 	if files, _ := os.ReadDir(dir); len(files) != 1 {
 		t.Errorf("the folder holds %d entries after a refused export, want the first bundle only", len(files))
