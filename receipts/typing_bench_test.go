@@ -60,3 +60,45 @@ func BenchmarkSearchAsYouType(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkActivity measures the chart's query at a million receipts (and
+// their outcomes): calls by decision in about sixty buckets, over periods
+// that hold ever more of the log.
+//
+//	go test -run '^$' -bench Activity -benchtime 5x -timeout 60m ./receipts/
+func BenchmarkActivity(b *testing.B) {
+	l, n := openSearchBench(b, *benchReceipts)
+	ctx := context.Background()
+	b.Logf("%d entries", n)
+	end := benchStart.Add(180 * 24 * time.Hour)
+	for _, p := range []struct {
+		name string
+		span time.Duration
+		step time.Duration
+	}{
+		{"hour", time.Hour, time.Minute},
+		{"day", 24 * time.Hour, 30 * time.Minute},
+		{"week", 7 * 24 * time.Hour, 3 * time.Hour},
+		{"month", 30 * 24 * time.Hour, 12 * time.Hour},
+		{"all", 180 * 24 * time.Hour, 3 * 24 * time.Hour},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			var lat []time.Duration
+			var calls int64
+			for range b.N {
+				t0 := time.Now()
+				bs, err := l.Activity(ctx, end.Add(-p.span), end, p.step, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+				calls = 0
+				for _, x := range bs {
+					calls += x.Calls()
+				}
+			}
+			b.ReportMetric(float64(calls), "calls")
+			reportPercentiles(b, lat)
+		})
+	}
+}
