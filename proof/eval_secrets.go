@@ -26,38 +26,43 @@ func newSecret() string {
 }
 
 // forms are the ways a value can be written that the proxy promises to
-// catch: as it is, and in its common encodings.
+// catch: as it is, and in its common encodings. A base64 form is the part
+// that does not depend on what precedes and follows the value, for each of
+// the three alignments, in both alphabets.
 func forms(v string) map[string]string {
-	return map[string]string{
-		"raw":       v,
-		"base64":    base64.StdEncoding.EncodeToString([]byte(v)),
-		"base64url": base64.RawURLEncoding.EncodeToString([]byte("!" + v)),
-		"hex":       hex.EncodeToString([]byte(v)),
-		"HEX":       strings.ToUpper(hex.EncodeToString([]byte(v))),
-		"url":       url.QueryEscape(v + "/&"),
+	f := map[string]string{
+		"raw": v,
+		"hex": hex.EncodeToString([]byte(v)),
+		"HEX": strings.ToUpper(hex.EncodeToString([]byte(v))),
+		"url": url.QueryEscape(v),
 	}
+	for k := range 3 {
+		for name, enc := range map[string]*base64.Encoding{"base64": base64.StdEncoding, "base64url": base64.URLEncoding} {
+			b := enc.EncodeToString(append(make([]byte, k), v...))
+			start, end := (k*8+5)/6, len(b)
+			if (k+len(v))%3 != 0 {
+				end -= 4
+			}
+			f[fmt.Sprintf("%s (alignment %d)", name, k)] = b[start:end]
+		}
+	}
+	return f
 }
 
-// leaked reports where the value shows in data, in any form, once every
-// JSON string in it is decoded (a client decodes \u escapes).
+// leaked reports in which form the value shows in data, once every JSON
+// string in it is decoded (a client decodes \u escapes), and the texts of
+// a content array are joined (a client shows them together); "" if none.
 func leaked(v string, data []byte) string {
-	texts := [][]byte{data}
-	var all strings.Builder
+	texts := []string{string(data)}
 	for line := range bytes.Lines(data) {
 		var x any
 		if json.Unmarshal(line, &x) == nil {
-			collectStrings(x, &all)
+			collectStrings(x, &texts)
 		}
 	}
-	texts = append(texts, []byte(all.String()))
 	for name, f := range forms(v) {
-		// A base64 form is looked for without its ends, which depend on
-		// what precedes and follows it.
-		if strings.HasPrefix(name, "base64") && len(f) > 8 {
-			f = f[2 : len(f)-2]
-		}
 		for _, t := range texts {
-			if bytes.Contains(t, []byte(f)) {
+			if strings.Contains(t, f) {
 				return name
 			}
 		}
@@ -65,18 +70,27 @@ func leaked(v string, data []byte) string {
 	return ""
 }
 
-func collectStrings(x any, b *strings.Builder) {
+// collectStrings adds every string of x (keys too) to texts, and for each
+// array the texts of its items joined.
+func collectStrings(x any, texts *[]string) {
 	switch v := x.(type) {
 	case string:
-		b.WriteString(v)
+		*texts = append(*texts, v)
 	case []any:
+		var joined strings.Builder
 		for _, e := range v {
-			collectStrings(e, b)
+			if m, ok := e.(map[string]any); ok {
+				if s, ok := m["text"].(string); ok {
+					joined.WriteString(s)
+				}
+			}
+			collectStrings(e, texts)
 		}
+		*texts = append(*texts, joined.String())
 	case map[string]any:
 		for k, e := range v {
-			b.WriteString(k)
-			collectStrings(e, b)
+			*texts = append(*texts, k)
+			collectStrings(e, texts)
 		}
 	}
 }
