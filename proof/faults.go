@@ -339,11 +339,17 @@ func killProxies(ctx context.Context, t *T) error {
 		errs := make([]error, 2)
 		for p := range 2 {
 			n := min(10+rng.IntN(50), max(total-sent, 1))
-			// From before the proxy has started to after its last answer.
-			delay := time.Duration(rng.IntN(120)) * time.Millisecond
+			// The kill comes once a random number of the calls have been
+			// answered (the others in flight: decided or not, recorded or
+			// not, running or not), a moment later; one proxy in eight
+			// is killed while it starts, answers or not.
+			k := Kill{After: rng.IntN(n + 1), Extra: time.Duration(rng.IntN(2000)) * time.Microsecond}
+			if rng.IntN(8) == 0 {
+				k = Kill{After: -1, Extra: time.Duration(rng.IntN(30)) * time.Millisecond}
+			}
 			first := sent
 			sent += n
-			wg.Go(func() { errs[p] = killRound(ctx, l, first, n, delay) })
+			wg.Go(func() { errs[p] = killRound(ctx, l, first, n, k) })
 			kills++
 		}
 		wg.Wait()
@@ -362,12 +368,28 @@ func killProxies(ctx context.Context, t *T) error {
 	return nextWorks(ctx, l)
 }
 
+// Kill says when killRound kills its proxy: once After of its calls have
+// been answered (-1: at once, as it starts), and Extra later.
+type Kill struct {
+	After int
+	Extra time.Duration
+}
+
 // killRound starts a proxy, sends it the handshake and n calls at once,
-// and kills it after delay.
-func killRound(ctx context.Context, l *Lab, first, n int, delay time.Duration) error {
+// and kills it when k says.
+func killRound(ctx context.Context, l *Lab, first, n int, k Kill) error {
 	s, err := l.Proxy(ctx, serverName)
 	if err != nil {
 		return err
+	}
+	answered := make(chan struct{}, n)
+	for i := first; i < first+n; i++ {
+		wait := s.Expect(fmt.Sprint(i))
+		go func() {
+			if _, err := wait(ctx); err == nil {
+				answered <- struct{}{}
+			}
+		}()
 	}
 	var b strings.Builder
 	b.WriteString(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"eval","version":"1"}}}` + "\n")
@@ -380,8 +402,17 @@ func killRound(ctx context.Context, l *Lab, first, n int, delay time.Duration) e
 		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{%q:"kill-%d"}}}`+"\n", i, tool, arg, i)
 	}
 	go s.Send(strings.TrimSuffix(b.String(), "\n")) // may fail once killed
+	for range max(k.After, 0) {
+		select {
+		case <-answered:
+		case <-s.Exited():
+			return fmt.Errorf("a proxy exited by itself before it was killed:\n%s", tail(s.Stderr(), 1000))
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	select {
-	case <-time.After(delay):
+	case <-time.After(k.Extra):
 	case <-ctx.Done():
 	}
 	s.Kill()
