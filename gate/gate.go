@@ -319,6 +319,10 @@ func (g *Gate) message(capability string, d decision, receipt string) string {
 	switch {
 	case d.why != "":
 		return d.why + " Receipt " + receipt + "."
+	case d.verdict == policy.ApprovalRequired && d.rule == "pin:changed":
+		return fmt.Sprintf("Gatehouse is holding this call: the definition of %s changed since it was accepted, and a person must review the change before it runs. "+
+			"It has not run. Once the change is approved in the Gatehouse app or in `gatehouse approvals`, call the tool again with the same arguments. Receipt %s.",
+			capability, receipt)
 	case d.verdict == policy.ApprovalRequired:
 		return fmt.Sprintf("Gatehouse is waiting for a person to approve this call (%s, rule %s), so it has not run yet. "+
 			"Once it is approved in the Gatehouse app or in `gatehouse approvals`, call the tool again with the same arguments. Receipt %s.",
@@ -351,8 +355,12 @@ func (g *Gate) approve(ctx context.Context, c *gateway.Call, capability string, 
 	case errors.Is(err, approval.ErrNoApprover):
 		g.log.Warn("no approver answered; the call is denied", slog.String("capability", capability), slog.Any("err", err))
 		d.verdict = policy.Deny
-		d.why = fmt.Sprintf("Gatehouse needs a person to approve %s (rule %s), and no approver is running, so the call was denied and did not run. "+
-			"Open the Gatehouse app, or run `gatehouse approvals` in a terminal, then call the tool again.", capability, d.rule)
+		need := fmt.Sprintf("Gatehouse needs a person to approve %s (rule %s)", capability, d.rule)
+		if change != nil {
+			need = fmt.Sprintf("The definition of %s changed since it was accepted, and Gatehouse needs a person to review the change", capability)
+		}
+		d.why = need + ", and no approver is running, so the call was denied and did not run. " +
+			"Open the Gatehouse app, or run `gatehouse approvals` in a terminal, then call the tool again."
 		return nil
 	case errors.Is(err, approval.ErrPending):
 		return nil // stays APPROVAL_REQUIRED: the receipt says so, the model is told to call again

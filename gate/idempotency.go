@@ -75,7 +75,7 @@ func (g *Gate) checkKey(ctx context.Context, c *gateway.Call, args json.RawMessa
 	if receipt == "" {
 		return refuse("idempotency:in-flight", "a call with the same idempotency key was allowed at %s and has not recorded its receipt yet; call again shortly for its result.", created)
 	}
-	s, err := g.cfg.Log.OutcomeOf(ctx, receipt)
+	s, err := g.outcomeOf(ctx, receipt)
 	if errors.Is(err, receipts.ErrNotFound) {
 		return refuse("idempotency:in-flight", "the call with this idempotency key (receipt %s) is still running or never recorded its outcome, so whether it took effect is not known; it is not run twice.", receipt)
 	}
@@ -106,6 +106,28 @@ func (g *Gate) checkKey(ctx context.Context, c *gateway.Call, args json.RawMessa
 		return refuse("idempotency:no-result", "the call with this idempotency key ran (receipt %s) and ended without a result to give again (status %s).", receipt, o.Status)
 	}
 	return idempotent{replay: result, first: receipt, rule: "idempotency:" + receipt}, nil
+}
+
+// outcomeWait bounds how long a retry waits for the first call's outcome to
+// be written: an outcome is committed within about 10 ms of the call's
+// answer, so a client that retries at once still gets the recorded result.
+const outcomeWait = 200 * time.Millisecond
+
+// outcomeOf returns the outcome of receipt, waiting up to outcomeWait for
+// one that is on its way.
+func (g *Gate) outcomeOf(ctx context.Context, receipt string) (receipts.Stored, error) {
+	deadline := time.Now().Add(outcomeWait)
+	for {
+		s, err := g.cfg.Log.OutcomeOf(ctx, receipt)
+		if !errors.Is(err, receipts.ErrNotFound) || time.Now().After(deadline) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return s, err
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // settleKey ties a reserved key to the receipt of the call that took it,
