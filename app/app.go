@@ -216,6 +216,9 @@ type UI struct {
 	// statusShown, when set, runs after a status read reached the sidebar
 	// and the tray. Tests use it.
 	statusShown func()
+	quitMu    sync.Mutex
+	quitTimer *time.Timer // guarded by quitMu: the Quit on its way
+
 	// doFn, when set, replaces fyne.Do. Fyne's test driver runs fyne.Do on
 	// the calling goroutine, so tests serialize the UI's callbacks with it
 	// as the real driver's main thread does.
@@ -251,7 +254,7 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 	u := &UI{
 		app:     a,
 		st:      st,
-		core:    &core{st: st, kc: kc},
+		core:    newCore(st, kc),
 		log:     log.WithGroup("app"),
 		poll:    poll,
 		exe:     opts.Executable,
@@ -260,6 +263,7 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 		ctx:     ctx,
 		cancel:  cancel,
 		clock:   systemClock{},
+		status:  status{today: -1},
 	}
 	u.dbInfo, _ = os.Stat(st.DatabasePath())
 
@@ -504,15 +508,35 @@ func goRead[T any](u *UI, read func(ctx context.Context) (T, error), show func(T
 // Close stops the reads in flight and waits for them. Call it after
 // [fyne.App.Run] returns; the UI shows nothing new afterwards, and takes no
 // more approval requests.
+//
+// Reads that do not end within closeWait (a keychain that does not answer)
+// are not waited for: the program is exiting, and they show nothing.
 func (u *UI) Close() {
 	u.cancel()
+	u.quitMu.Lock()
+	if u.quitTimer != nil {
+		u.quitTimer.Stop()
+	}
+	u.quitMu.Unlock()
 	if u.stopPoll != nil {
 		u.stopPoll()
 	}
-	u.reads.Wait()
+	done := make(chan struct{})
+	go func() {
+		u.reads.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+		u.log.Warn("closing with reads still running", "reads", u.inflight.Load())
+	}
 	u.approvals.close()
 	u.shell.close()
 }
+
+// closeWait bounds how long Close waits for the reads in flight.
+const closeWait = 2 * time.Second
 
 // Quit hides the window, then stops the app once the event loop has drained
 // what the window had queued. Quitting with the window mapped can crash the
@@ -522,7 +546,11 @@ func (u *UI) Close() {
 func (u *UI) Quit() {
 	u.win.Hide()
 	u.approvals.hide()
-	time.AfterFunc(quitDrain, func() { fyne.Do(u.app.Quit) })
+	u.quitMu.Lock()
+	defer u.quitMu.Unlock()
+	if u.quitTimer == nil {
+		u.quitTimer = time.AfterFunc(quitDrain, func() { u.do(u.app.Quit) })
+	}
 }
 
 // quitDrain is how long Quit lets the event loop run with the window hidden.

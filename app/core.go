@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/receipts"
@@ -35,19 +37,33 @@ type core struct {
 	st *store.Store
 	kc Keychain
 
+	log  atomic.Pointer[receipts.Log] // nil until opened
+	open chan struct{}                // one opening of the log at a time
+
 	mu  sync.Mutex
-	log *receipts.Log // guarded by mu; nil until opened
 	pol *policy.Store // guarded by mu; nil until opened
+}
+
+func newCore(st *store.Store, kc Keychain) *core {
+	return &core{st: st, kc: timedKeychain{kc: kc, wait: keychainWait}, open: make(chan struct{}, 1)}
 }
 
 // evidence returns the evidence log, opening it with the keychain's signing
 // key the first time. A failure (a locked keychain, a locked database) is
-// returned, and the next call tries again.
+// returned, and the next call tries again. Callers wait for an opening
+// under way, at most until ctx ends.
 func (c *core) evidence(ctx context.Context) (*receipts.Log, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.log != nil {
-		return c.log, nil
+	if l := c.log.Load(); l != nil {
+		return l, nil
+	}
+	select {
+	case c.open <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("open the evidence log: %w", ctx.Err())
+	}
+	defer func() { <-c.open }()
+	if l := c.log.Load(); l != nil {
+		return l, nil
 	}
 	key, err := c.kc.SigningKey()
 	if err != nil {
@@ -57,7 +73,7 @@ func (c *core) evidence(ctx context.Context) (*receipts.Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.log = l
+	c.log.Store(l)
 	return l, nil
 }
 
@@ -65,9 +81,77 @@ func (c *core) evidence(ctx context.Context) (*receipts.Log, error) {
 // what polling uses, so that a keychain that cannot be reached is not asked
 // again every second.
 func (c *core) openedLog() *receipts.Log {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.log
+	return c.log.Load()
+}
+
+// keychainWait bounds one call to the keychain. A Secret Service that never
+// answers (a daemon waiting on an unlock prompt nobody sees) must not leave
+// the window waiting: the call is abandoned, and the view says the keychain
+// is not available.
+const keychainWait = 8 * time.Second
+
+// timedKeychain gives up on a keychain call after wait. The call itself
+// cannot be cancelled; it is left to finish on its own.
+type timedKeychain struct {
+	kc   Keychain
+	wait time.Duration
+}
+
+// within runs f, giving up after k.wait.
+func within[T any](k timedKeychain, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-time.After(k.wait):
+		var zero T
+		return zero, fmt.Errorf("%w: the keychain did not answer within %v (is it waiting for an unlock prompt?)", vault.ErrUnavailable, k.wait)
+	}
+}
+
+func (k timedKeychain) SigningKey() (ed25519.PrivateKey, error) {
+	return within(k, k.kc.SigningKey)
+}
+
+func (k timedKeychain) Secret(id string) (string, error) {
+	return within(k, func() (string, error) { return k.kc.Secret(id) })
+}
+
+func (k timedKeychain) SetSecret(id, value string) error {
+	_, err := within(k, func() (struct{}, error) { return struct{}{}, k.kc.SetSecret(id, value) })
+	return err
+}
+
+func (k timedKeychain) DeleteSecret(id string) error {
+	_, err := within(k, func() (struct{}, error) { return struct{}{}, k.kc.DeleteSecret(id) })
+	return err
+}
+
+func (k timedKeychain) ResolveEnv(env []string) ([]string, map[string]string, error) {
+	type resolved struct {
+		env    []string
+		values map[string]string
+	}
+	r, err := within(k, func() (resolved, error) {
+		e, v, err := k.kc.ResolveEnv(env)
+		return resolved{e, v}, err
+	})
+	return r.env, r.values, err
+}
+
+// RotateSigningKey is not bounded: the new key is announced in the log
+// before the keychain keeps it, and giving up between the two would leave
+// the log announcing a key nothing signs with.
+func (k timedKeychain) RotateSigningKey(announce func(next ed25519.PrivateKey) error) (ed25519.PrivateKey, error) {
+	return k.kc.RotateSigningKey(announce)
 }
 
 // policies returns the policy store. It reads without the keychain; saving

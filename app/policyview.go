@@ -394,7 +394,7 @@ func (p *policyPage) explain() {
 		container.NewCenter(b),
 		container.NewCenter(text("by rule "+res.Rule, widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}, Inline: true})),
 	))
-	steps := textBlock(strings.Join(res.Explanation, "\n"), widget.RichTextStyle{SizeName: sizeNameCode})
+	steps := textBlock(strings.Join(res.Explanation, "\n"), widget.RichTextStyle{})
 	p.exResult.Add(steps)
 	p.exResult.Add(text("As a tool the server listed; one it never listed is allowed only by a rule naming it exactly.", caption))
 }

@@ -69,10 +69,11 @@ type statusRead struct {
 	servers  int
 	paused   bool
 	pausedAt time.Time
-	today    int64
 }
 
-// refreshStatus reads the gate's state: servers, pause, calls today.
+// refreshStatus reads the gate's state (servers, pause) and, apart, the
+// calls of today, which need the evidence log and so the keychain: a
+// keychain slow to answer does not hold the rest.
 func (u *UI) refreshStatus() {
 	u.statusGen++
 	gen := u.statusGen
@@ -90,14 +91,6 @@ func (u *UI) refreshStatus() {
 			return r, err
 		}
 		r.servers = len(servers)
-		r.today = -1
-		if l, err := u.core.evidence(ctx); err == nil {
-			midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
-			end := now.Add(time.Minute)
-			if b, err := l.Activity(ctx, midnight, end, end.Sub(midnight), ""); err == nil && len(b) == 1 {
-				r.today = b[0].Calls()
-			}
-		}
 		return r, nil
 	}, func(r statusRead, err error) {
 		if gen != u.statusGen {
@@ -106,12 +99,31 @@ func (u *UI) refreshStatus() {
 		u.status.loaded = true
 		u.status.err = err
 		if err == nil {
-			u.status.servers, u.status.paused, u.status.pausedAt, u.status.today = r.servers, r.paused, r.pausedAt, r.today
+			u.status.servers, u.status.paused, u.status.pausedAt = r.servers, r.paused, r.pausedAt
 		}
 		u.statusChanged()
 		if u.statusShown != nil {
 			u.statusShown()
 		}
+	})
+	goRead(u, func(ctx context.Context) (int64, error) {
+		l, err := u.core.evidence(ctx)
+		if err != nil {
+			return -1, err
+		}
+		midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+		end := now.Add(time.Minute)
+		b, err := l.Activity(ctx, midnight, end, end.Sub(midnight), "")
+		if err != nil || len(b) != 1 {
+			return -1, err
+		}
+		return b[0].Calls(), nil
+	}, func(n int64, err error) {
+		if gen != u.statusGen {
+			return
+		}
+		u.status.today = n
+		u.statusChanged()
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto"
+	"crypto/ed25519"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -422,7 +423,7 @@ func TestPolicyView(t *testing.T) {
 func TestPolicyWithoutKeychain(t *testing.T) {
 	h := newHarness(t, nil, everything)
 	h.kc.fail(errLocked)
-	h.ui.core.log = nil // as if the app started with the keychain locked
+	h.ui.core.log.Store(nil) // as if the app started with the keychain locked
 	h.ui.Open(pagePolicy)
 	p := h.ui.policy
 	h.wait("the policy", func() bool { return p.pol != nil }) // reading needs no keychain
@@ -660,7 +661,7 @@ func TestHistoryWithoutKeychain(t *testing.T) {
 	h := newHarness(t, nil)
 	h.seeded(10)
 	h.useClock()
-	h.ui.core.log = nil // as if the app just started
+	h.ui.core.log.Store(nil) // as if the app just started
 	h.kc.fail(errLocked)
 	p := h.ui.history
 	h.ui.Open(pageHistory)
@@ -1110,4 +1111,43 @@ func TestProtectMyAgentsWithoutProxy(t *testing.T) {
 	if !p.govern.Disabled() {
 		t.Error("Protect all can be pressed without a proxy to point the configs at")
 	}
+}
+
+// TestKeychainThatNeverAnswers: a Secret Service that never answers (a
+// daemon waiting on an unlock prompt nobody sees) does not hold the window:
+// the call is abandoned, and the history says the keychain is not
+// available.
+func TestKeychainThatNeverAnswers(t *testing.T) {
+	h := newHarness(t, nil)
+	h.ui.core.log.Store(nil)
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	h.ui.core.kc = timedKeychain{kc: hangingKeychain{h.kc, block}, wait: 50 * time.Millisecond}
+	start := time.Now()
+	_, err := h.ui.core.evidence(context.Background())
+	if !errors.Is(err, vault.ErrUnavailable) || time.Since(start) > 5*time.Second {
+		t.Fatalf("evidence() = %v after %v, want ErrUnavailable soon", err, time.Since(start))
+	}
+	if got := explain("read the evidence log", err); got.title != "The keychain is not available" {
+		t.Errorf("explained as %q", got.title)
+	}
+	// Polling, which never opens the log, is not held by it.
+	done := make(chan struct{})
+	go func() { h.ui.core.openedLog(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("openedLog waits for a keychain call")
+	}
+}
+
+// hangingKeychain never answers for the signing key.
+type hangingKeychain struct {
+	*fakeKeychain
+	block chan struct{}
+}
+
+func (k hangingKeychain) SigningKey() (ed25519.PrivateKey, error) {
+	<-k.block
+	return nil, errors.New("unblocked")
 }

@@ -290,10 +290,10 @@ func TestViewsUnderXvfb(t *testing.T) {
 			if w, h := shellVar(geom, "WIDTH"), shellVar(geom, "HEIGHT"); w < 1100 || h < 700 {
 				t.Errorf("window is %dx%d, want 1120x720", w, h)
 			}
-			time.Sleep(time.Second) // the view's reads land
+			time.Sleep(3 * time.Second) // the view's reads land (the first opens the log, with the keychain)
 			if tt.act != nil {
 				tt.act(t, r)
-				time.Sleep(time.Second)
+				time.Sleep(3 * time.Second) // what the act reads lands
 			}
 			if *screenshots != "" {
 				capture(t, importCmd, r.display, r.id, filepath.Join(*screenshots, tt.shot))
