@@ -216,8 +216,8 @@ type UI struct {
 	// statusShown, when set, runs after a status read reached the sidebar
 	// and the tray. Tests use it.
 	statusShown func()
-	quitMu    sync.Mutex
-	quitTimer *time.Timer // guarded by quitMu: the Quit on its way
+	quitMu      sync.Mutex
+	quitTimer   *time.Timer // guarded by quitMu: the Quit on its way
 
 	// doFn, when set, replaces fyne.Do. Fyne's test driver runs fyne.Do on
 	// the calling goroutine, so tests serialize the UI's callbacks with it
