@@ -238,7 +238,7 @@ func (p *agentsPage) clientCard(c clients.Client) fyne.CanvasObject {
 		if f.Project != "" {
 			where += "  ·  project " + tildePath(f.Project, userHome())
 		}
-		rows = append(rows, text(where+"  ·  "+string(f.Scope)+" scope", widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}, SizeName: theme.SizeNameCaptionText, ColorName: theme.ColorNamePlaceHolder}))
+		rows = append(rows, text(where+"  ·  "+string(f.Scope)+" scope", widget.RichTextStyle{SizeName: theme.SizeNameCaptionText, ColorName: theme.ColorNamePlaceHolder}))
 		if f.Err != nil {
 			e := text("Cannot read it: "+sentence(f.Err)+" Nothing in it is changed.", widget.RichTextStyle{ColorName: theme.ColorNameError})
 			e.Wrapping = fyne.TextWrapWord

@@ -103,7 +103,7 @@ func newShell(u *UI, home, version string) *shell {
 		items = append(items, v.item)
 	}
 
-	s.homeText = text(tildePath(home, userHome()), widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}, SizeName: theme.SizeNameCaptionText})
+	s.homeText = text(tildePath(home, userHome()), widget.RichTextStyle{SizeName: theme.SizeNameCaptionText})
 	s.homeText.Truncation = fyne.TextTruncateEllipsis
 	footer := []fyne.CanvasObject{
 		container.NewHBox(widget.NewIcon(theme.NewColoredResource(theme.FolderIcon(), theme.ColorNamePlaceHolder)), text("Home folder", caption)),

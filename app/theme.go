@@ -26,10 +26,6 @@ func newTheme(base fyne.Theme) fyne.Theme {
 	return gatehouseTheme{Theme: base}
 }
 
-// sizeNameCode is the text size of command lines in the server list:
-// between the caption and body sizes, where monospace reads best.
-const sizeNameCode fyne.ThemeSizeName = "gatehouse.code"
-
 // The colours of the words that changed in a diff: removed and added.
 const (
 	colorNameDiffRemoved fyne.ThemeColorName = "gatehouse.diffRemoved"
@@ -75,11 +71,4 @@ func (t gatehouseTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.
 func withAlpha(c color.NRGBA, a uint8) color.NRGBA {
 	c.A = a
 	return c
-}
-
-func (t gatehouseTheme) Size(n fyne.ThemeSizeName) float32 {
-	if n == sizeNameCode {
-		return (t.Theme.Size(theme.SizeNameText) + t.Theme.Size(theme.SizeNameCaptionText)) / 2
-	}
-	return t.Theme.Size(n)
 }

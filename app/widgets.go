@@ -123,7 +123,7 @@ func newServerRow() *serverRow {
 		initial:   canvas.NewText("", color.White),
 		name:      text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}),
 		transport: text("", widget.RichTextStyle{ColorName: theme.ColorNamePrimary, SizeName: theme.SizeNameCaptionText, Inline: true}),
-		command:   text("", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, SizeName: sizeNameCode, TextStyle: fyne.TextStyle{Monospace: true}, Inline: true}),
+		command:   text("", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, TextStyle: fyne.TextStyle{Monospace: true}, Inline: true}),
 	}
 	r.initial.TextStyle.Bold = true
 	r.initial.TextSize = 16

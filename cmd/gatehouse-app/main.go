@@ -8,7 +8,8 @@
 //	gatehouse-app --version
 //
 // The home folder is --home, else $GATEHOUSE_HOME, else the "gatehouse"
-// folder in the user's config folder. The app shows its window at start;
+// folder in the user's config folder. The app shows its window at start
+// (on Protect my agents the first time, while no server is registered);
 // with --hidden it starts in the system tray only, and with --open VIEW it
 // opens on that view (servers, agents, policy, history, export, settings).
 // Closing the window leaves the app in the tray; Quit, in the tray menu,
@@ -138,7 +139,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case *open != "":
 			ui.Open(*open)
 		case !*hidden || !ui.HasTray():
-			ui.ShowMain()
+			// A first run, with no server yet, starts where the user
+			// protects the agents they already have.
+			if servers, err := st.Servers(ctx); err == nil && len(servers) == 0 {
+				ui.Open("agents")
+			} else {
+				ui.ShowMain()
+			}
 		}
 	}
 	stopWaiting := func() {}

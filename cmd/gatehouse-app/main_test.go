@@ -307,6 +307,7 @@ func TestWindowUnderXvfb(t *testing.T) {
 		name    string
 		servers []store.Server
 		shot    string
+		clients bool // the user's MCP clients have servers of their own
 	}{
 		{
 			name: "servers",
@@ -317,7 +318,7 @@ func TestWindowUnderXvfb(t *testing.T) {
 			},
 			shot: "main-window.png",
 		},
-		{name: "empty", shot: "main-window-empty.png"},
+		{name: "first run", shot: "first-run.png", clients: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -327,6 +328,10 @@ func TestWindowUnderXvfb(t *testing.T) {
 			// The home folder where a user would have it, inside their home.
 			userHome := t.TempDir()
 			home := filepath.Join(userHome, ".config", "gatehouse")
+			if tt.clients {
+				proxyBinary(t) // beside the app, where it looks for it
+				writeClientConfigs(t, userHome)
+			}
 			st, err := store.Open(context.Background(), home, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -128,6 +128,14 @@ func seededHome(t *testing.T, calls int, spread time.Duration) (userHome, home s
 	if err := seed.Home(ctx, st, l, &seed.Options{Calls: calls, Over: spread, Secrets: v, Seed: 7}); err != nil {
 		t.Fatal(err)
 	}
+	writeClientConfigs(t, userHome)
+	return userHome, home
+}
+
+// writeClientConfigs writes the config files of three MCP clients, with
+// servers (and secrets) of their own, into the user's home userHome.
+func writeClientConfigs(t *testing.T, userHome string) {
+	t.Helper()
 	files := map[string]string{
 		".claude.json": `{
   "numStartups": 41,
@@ -158,7 +166,6 @@ func seededHome(t *testing.T, calls int, spread time.Duration) (userHome, home s
 			t.Fatal(err)
 		}
 	}
-	return userHome, home
 }
 
 // A running app under Xvfb.
