@@ -12,7 +12,7 @@ import (
 // `go build`; a GUI dependency would make it need a C toolchain and a display
 // library, and slow its start.
 func TestCoreHasNoGUIDependencies(t *testing.T) {
-	core := []string{".", "../../gateway/...", "../../store/...", "../../install/..."}
+	core := []string{".", "../../gateway/...", "../../store/...", "../../install/...", "../../downstream/...", "../../autostart/...", "../../internal/..."}
 	out, err := exec.Command("go", append([]string{"list", "-deps"}, core...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
@@ -28,7 +28,7 @@ func TestCoreHasNoGUIDependencies(t *testing.T) {
 }
 
 func TestCoreBuildsWithoutCgo(t *testing.T) {
-	cmd := exec.Command("go", "build", "-o", os.DevNull, ".", "../../gateway/...", "../../store/...", "../../install/...")
+	cmd := exec.Command("go", "build", "-o", os.DevNull, ".", "../../gateway/...", "../../store/...", "../../install/...", "../../downstream/...", "../../autostart/...", "../../internal/...")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
