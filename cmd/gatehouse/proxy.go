@@ -71,6 +71,7 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		gateway.Refuse(ctx, c.stdin, out, fmt.Errorf("cannot open the home folder: %w", err))
 		return &exitError{1}
 	}
+	c.applySettings(ctx, st, fs)
 	log, closeLog := c.logger(st.LogPath(), "proxy")
 	defer closeLog()
 	defer st.Close()
@@ -123,6 +124,25 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		return &exitError{1}
 	}
 	return nil
+}
+
+// applySettings takes the home's settings (the tray app's Settings view):
+// how long a call waits for an approval, and the log level, wherever
+// neither a flag nor $GATEHOUSE_LOG_LEVEL says otherwise. Settings that
+// cannot be read leave the defaults: a proxy starts without them.
+func (c *cli) applySettings(ctx context.Context, st *store.Store, fs *flag.FlagSet) {
+	set, err := st.Settings(ctx)
+	if err != nil {
+		return
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["approval-wait"] && set.ApprovalWait > 0 {
+		c.approvalWait = set.ApprovalWait
+	}
+	if !given["log-level"] && os.Getenv("GATEHOUSE_LOG_LEVEL") == "" && set.LogLevel != nil {
+		c.logLevel = *set.LogLevel
+	}
 }
 
 // governor returns the gate for server srv. When the gate cannot be set up
