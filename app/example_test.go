@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/app"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
 func ExampleNew() {
@@ -23,6 +24,9 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer st.Close()
+
+	// The example keeps its signing key in memory, not in your keychain.
+	vault.InMemory()
 
 	// A program passes fyne.io/fyne/v2/app.NewWithID(...) and then calls Run.
 	a := test.NewApp()
