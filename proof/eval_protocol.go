@@ -14,6 +14,23 @@ import (
 )
 
 // goesOn checks that a session still works: an allowed call runs.
+// soleOutcome checks that the log holds one receipt for tool, and that its
+// outcome has status; what names the outcome in the error.
+func soleOutcome(ctx context.Context, l *Lab, tool, status, what string) error {
+	ev, err := l.Export(ctx)
+	if err != nil {
+		return err
+	}
+	rs := ev.Receipts(tool)
+	if len(rs) != 1 {
+		return fmt.Errorf("%d receipts for %s, want 1", len(rs), tool)
+	}
+	if o := ev.Outcome(rs[0].ID); o == nil || o.Body.Status != status {
+		return fmt.Errorf("%s is %v, want %s", what, o, status)
+	}
+	return nil
+}
+
 func goesOn(ctx context.Context, s *Session, what string) error {
 	res, err := s.CallTool(ctx, "echo", map[string]any{"message": "still here"})
 	if err != nil {
@@ -176,18 +193,7 @@ func protocolCases() []Case {
 					return err
 				}
 				s.Close()
-				ev, err := l.Export(ctx)
-				if err != nil {
-					return err
-				}
-				rs := ev.Receipts("big")
-				if len(rs) != 1 {
-					return fmt.Errorf("%d receipts for big, want 1", len(rs))
-				}
-				if o := ev.Outcome(rs[0].ID); o == nil || o.Body.Status != "FAILED" {
-					return fmt.Errorf("the outcome of the undelivered answer is %v, want FAILED", o)
-				}
-				return nil
+				return soleOutcome(ctx, l, "big", "FAILED", "the outcome of the undelivered answer")
 			},
 		},
 		{
@@ -491,18 +497,7 @@ func protocolCases() []Case {
 					return err
 				}
 				s.Close()
-				ev, err := l.Export(ctx)
-				if err != nil {
-					return err
-				}
-				rs := ev.Receipts("stall")
-				if len(rs) != 1 {
-					return fmt.Errorf("%d receipts for stall, want 1", len(rs))
-				}
-				if o := ev.Outcome(rs[0].ID); o == nil || o.Body.Status != "UNKNOWN" {
-					return fmt.Errorf("the cancelled call's outcome is %v, want UNKNOWN", o)
-				}
-				return nil
+				return soleOutcome(ctx, l, "stall", "UNKNOWN", "the cancelled call's outcome")
 			},
 		},
 		{
@@ -535,18 +530,7 @@ func protocolCases() []Case {
 					return err
 				}
 				s.Close()
-				ev, err := l.Export(ctx)
-				if err != nil {
-					return err
-				}
-				rs := ev.Receipts("crash")
-				if len(rs) != 1 {
-					return fmt.Errorf("%d receipts for crash, want 1", len(rs))
-				}
-				if o := ev.Outcome(rs[0].ID); o == nil || o.Body.Status != "UNKNOWN" {
-					return fmt.Errorf("the crashed call's outcome is %v, want UNKNOWN", o)
-				}
-				return nil
+				return soleOutcome(ctx, l, "crash", "UNKNOWN", "the crashed call's outcome")
 			},
 		},
 		{
