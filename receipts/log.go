@@ -68,7 +68,7 @@ var ErrForeignKey = errors.New("the signing key is not one of this log's keys")
 // since adding it would break the chain of custody that verification
 // checks. [Adopt] adds one knowingly.
 func Open(ctx context.Context, m Migrator, key ed25519.PrivateKey) (*Log, error) {
-	return open(ctx, m, key, false)
+	return open(ctx, m, key, false, migrations)
 }
 
 // Adopt is [Open] for a key the log does not know: it announces key,
@@ -77,11 +77,13 @@ func Open(ctx context.Context, m Migrator, key ed25519.PrivateKey) (*Log, error)
 // vouched for by nothing before it. It is the way on after a keychain lost
 // the log's key, chosen by a person, never by a proxy.
 func Adopt(ctx context.Context, m Migrator, key ed25519.PrivateKey) (*Log, error) {
-	return open(ctx, m, key, true)
+	return open(ctx, m, key, true, migrations)
 }
 
-func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool) (*Log, error) {
-	if err := m.Migrate(ctx, "receipts", migrations); err != nil {
+// open opens the log at schema step len(steps): tests open it at earlier
+// steps to write a log as an earlier version did.
+func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, steps []string) (*Log, error) {
+	if err := m.Migrate(ctx, "receipts", steps); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
 	}
 	l := &Log{db: m.DB(), key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey))}
@@ -96,6 +98,19 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool) (
 	}
 	if err := l.announce(ctx, key, "added", "", adopt); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
+	}
+	// A new or small log gets its search index upgraded on the spot; a
+	// larger one keeps the index it has until UpgradeIndex runs.
+	if _, upgrading, err := l.IndexBacklog(ctx); err != nil {
+		return nil, fmt.Errorf("open evidence log: %w", err)
+	} else if upgrading {
+		if n, err := l.Size(ctx); err != nil {
+			return nil, fmt.Errorf("open evidence log: %w", err)
+		} else if n <= smallUpgrade {
+			if err := l.upgradeIndex(ctx, nil, false); err != nil {
+				return nil, fmt.Errorf("open evidence log: %w", err)
+			}
+		}
 	}
 	return l, nil
 }
@@ -474,4 +489,7 @@ var migrations = []string{
 	// 3: the calls allowed to each server over time, for budgets
 	// (CallsAllowed).
 	`CREATE INDEX entries_allowed ON entries (server, time_ns) WHERE kind = 'receipt' AND decision = 'ALLOW'`,
+	// 4: prefix indexes in full-text search; the entries move into the new
+	// index after the step (reindex.go explains).
+	prefixMigration,
 }

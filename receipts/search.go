@@ -155,6 +155,8 @@ func (l *Log) indexEntryTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c co
 // unindexTx takes entries out of the search index; reindexTx puts them back
 // as they are now. Erase calls the first before it deletes payloads (FTS5
 // must be told what the row held to remove its terms) and the second after.
+// While the index is being upgraded (reindex.go), an entry may be in two
+// indexes: both are kept in step.
 //
 // The deletes run in FTS5's secure-delete mode, which rewrites the index
 // pages that hold the terms instead of adding delete markers beside them;
@@ -164,29 +166,47 @@ func (l *Log) indexEntryTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c co
 // connection ever sees it on. TestEraseLeavesIndex checks that the terms
 // leave the database file.
 func (l *Log) unindexTx(ctx context.Context, tx *sql.Tx, idxs []int64) error {
-	if _, err := l.stmts.exec(ctx, tx, `INSERT INTO search_fts (search_fts, rank) VALUES ('secure-delete', 1)`); err != nil {
+	st, err := readIndexState(ctx, tx)
+	if err != nil {
 		return fmt.Errorf("unindex: %w", err)
 	}
+	byIndex := map[string][]int64{}
 	for _, idx := range dedup(idxs) {
-		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO search_fts (search_fts, rowid, server, tool, decision, client, text)
-			SELECT 'delete', idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, idx); err != nil {
-			return fmt.Errorf("unindex entry %d: %w", idx, err)
+		for _, fts := range st.indexes(idx) {
+			byIndex[fts] = append(byIndex[fts], idx)
 		}
 	}
-	for _, cmd := range []string{`INSERT INTO search_fts (search_fts) VALUES ('flush')`,
-		`INSERT INTO search_fts (search_fts, rank) VALUES ('secure-delete', 0)`} {
-		if _, err := l.stmts.exec(ctx, tx, cmd); err != nil {
+	for fts, idxs := range byIndex {
+		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO `+fts+` (`+fts+`, rank) VALUES ('secure-delete', 1)`); err != nil {
 			return fmt.Errorf("unindex: %w", err)
+		}
+		for _, idx := range idxs {
+			if _, err := l.stmts.exec(ctx, tx, `INSERT INTO `+fts+` (`+fts+`, rowid, server, tool, decision, client, text)
+				SELECT 'delete', idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, idx); err != nil {
+				return fmt.Errorf("unindex entry %d: %w", idx, err)
+			}
+		}
+		for _, cmd := range []string{`INSERT INTO ` + fts + ` (` + fts + `) VALUES ('flush')`,
+			`INSERT INTO ` + fts + ` (` + fts + `, rank) VALUES ('secure-delete', 0)`} {
+			if _, err := l.stmts.exec(ctx, tx, cmd); err != nil {
+				return fmt.Errorf("unindex: %w", err)
+			}
 		}
 	}
 	return nil
 }
 
 func (l *Log) reindexTx(ctx context.Context, tx *sql.Tx, idxs []int64) error {
+	st, err := readIndexState(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
 	for _, idx := range dedup(idxs) {
-		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
-			SELECT idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, idx); err != nil {
-			return fmt.Errorf("index entry %d: %w", idx, err)
+		for _, fts := range st.indexes(idx) {
+			if _, err := l.stmts.exec(ctx, tx, `INSERT INTO `+fts+` (rowid, server, tool, decision, client, text)
+				SELECT idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, idx); err != nil {
+				return fmt.Errorf("index entry %d: %w", idx, err)
+			}
 		}
 	}
 	return nil
@@ -363,6 +383,13 @@ func (l *Log) OutcomeOf(ctx context.Context, receiptID string) (Stored, error) {
 const hitColumns = `e.idx, e.id, e.kind, e.time_ns, e.server, e.tool, e.decision, e.status, e.client, e.receipt_id`
 
 func (l *Log) search(ctx context.Context, q Query) (Page, error) {
+	// One read transaction: its queries see one state of the log and of
+	// its search indexes, whatever other processes commit meanwhile.
+	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return Page{}, err
+	}
+	defer tx.Rollback()
 	limit := q.Limit
 	switch {
 	case limit < 0:
@@ -407,7 +434,7 @@ func (l *Log) search(ctx context.Context, q Query) (Page, error) {
 			filter("+e."+f.col+" = ?", f.val)
 		}
 	}
-	lo, hi, err := l.timeBounds(ctx, q.From, q.To)
+	lo, hi, err := timeBounds(ctx, tx, q.From, q.To)
 	if err != nil {
 		return Page{}, err
 	}
@@ -429,36 +456,53 @@ func (l *Log) search(ctx context.Context, q Query) (Page, error) {
 		where = append(where, "EXISTS (SELECT 1 FROM payloads AS p WHERE p.entry_idx = e.idx AND p.erased_by IS NULL)")
 	}
 
-	var stmt string
+	// The sources of candidates, newest first: the entries themselves, or
+	// the full-text index, which drives (CROSS JOIN fixes the order): it
+	// yields rowids newest first, and each is looked up in entries. While
+	// the index is being upgraded (reindex.go), the older entries are found
+	// in the retired one.
+	type source struct {
+		stmt string
+		lo   int64 // the oldest entry it can give
+	}
+	var sources []source
 	terms := parseQuery(q.Text)
 	switch {
 	case strings.TrimSpace(q.Text) != "" && len(terms) == 0:
 		return Page{}, nil // nothing in it can match a word
 	case len(terms) > 0:
-		// The FTS table drives (CROSS JOIN fixes the order): it yields
-		// rowids newest first, and each is looked up in entries.
-		stmt = `SELECT ` + hitColumns + ` FROM search_fts AS f CROSS JOIN entries AS e
-			WHERE search_fts MATCH ? AND f.rowid < ? AND f.rowid >= ? AND e.idx = f.rowid`
-		args = append([]any{matchExpr(terms), nil, lo}, args...)
-		for _, w := range where {
-			stmt += " AND " + w
+		st, err := readIndexState(ctx, tx)
+		if err != nil {
+			return Page{}, err
 		}
-		stmt += ` ORDER BY f.rowid DESC LIMIT ?`
+		ftsSource := func(fts string, lo int64) source {
+			stmt := `SELECT ` + hitColumns + ` FROM ` + fts + ` AS f CROSS JOIN entries AS e
+				WHERE ` + fts + ` MATCH ? AND f.rowid < ? AND f.rowid >= ? AND e.idx = f.rowid`
+			for _, w := range where {
+				stmt += " AND " + w
+			}
+			return source{stmt + ` ORDER BY f.rowid DESC LIMIT ?`, lo}
+		}
+		sources = append(sources, ftsSource("search_fts", max(lo, st.from)))
+		if st.from > lo {
+			sources = append(sources, ftsSource("search_retired", lo))
+		}
+		args = append([]any{matchExpr(terms), nil, nil}, args...)
 	default:
-		stmt = `SELECT ` + hitColumns + ` FROM entries AS e WHERE e.idx < ?`
-		args = append([]any{nil}, args...)
+		stmt := `SELECT ` + hitColumns + ` FROM entries AS e WHERE e.idx < ? AND e.idx >= ?`
 		for _, w := range where {
 			stmt += " AND " + w
 		}
-		stmt += ` ORDER BY e.idx DESC LIMIT ?`
+		sources = append(sources, source{stmt + ` ORDER BY e.idx DESC LIMIT ?`, lo})
+		args = append([]any{nil, nil}, args...)
 	}
 	var exact []literal
 	for _, t := range terms {
 		exact = append(exact, t.exact...)
 	}
-	cursorArg := 0
+	cur := 0 // args[cur] is the cursor (rowids below it), args[cur+1] the source's lo
 	if len(terms) > 0 {
-		cursorArg = 1
+		cur = 1
 	}
 
 	// One row more than the page tells whether there is a next page. When
@@ -476,31 +520,39 @@ func (l *Log) search(ctx context.Context, q Query) (Page, error) {
 		before = min(before, hi+1)
 	}
 	var page Page
-	for {
-		args[cursorArg] = before
-		cands, err := l.queryHits(ctx, stmt, append(args, batch)...)
-		if err != nil {
-			return Page{}, err
+	for _, src := range sources {
+		if before <= src.lo {
+			continue
 		}
-		fetched := len(cands)
-		if fetched > 0 {
-			before = cands[fetched-1].Index
-		}
-		if len(exact) > 0 {
-			if cands, err = l.checkExact(ctx, cands, exact); err != nil {
+		args[cur+1] = src.lo
+		for {
+			args[cur] = before
+			cands, err := queryHits(ctx, tx, src.stmt, append(args, batch)...)
+			if err != nil {
 				return Page{}, err
 			}
+			fetched := len(cands)
+			if fetched > 0 {
+				before = cands[fetched-1].Index
+			}
+			if len(exact) > 0 {
+				if cands, err = checkExact(ctx, tx, cands, exact); err != nil {
+					return Page{}, err
+				}
+			}
+			page.Hits = append(page.Hits, cands...)
+			if len(page.Hits) > limit {
+				page.Hits = page.Hits[:limit]
+				page.Next = page.Hits[limit-1].Index
+				return page, nil
+			}
+			if fetched < batch {
+				break // this source has no candidates left
+			}
 		}
-		page.Hits = append(page.Hits, cands...)
-		if len(page.Hits) > limit {
-			page.Hits = page.Hits[:limit]
-			page.Next = page.Hits[limit-1].Index
-			return page, nil
-		}
-		if fetched < batch {
-			return page, nil // no candidates left
-		}
+		before = min(before, src.lo)
 	}
+	return page, nil
 }
 
 // rarity says how selective a filter's value usually is, from what a log
@@ -528,18 +580,18 @@ func rarity(col, val string) int {
 // with from <= time < to: through the time index while the entries' times
 // follow their order, else the whole log (the time conditions then filter
 // row by row). Zero times are unbounded; lo > hi means no entry is in range.
-func (l *Log) timeBounds(ctx context.Context, from, to time.Time) (lo, hi int64, err error) {
+func timeBounds(ctx context.Context, q querier, from, to time.Time) (lo, hi int64, err error) {
 	lo, hi = 0, math.MaxInt64
 	if from.IsZero() && to.IsZero() {
 		return lo, hi, nil
 	}
 	var unordered int
-	err = l.db.QueryRowContext(ctx, `SELECT count(*) FROM search_meta WHERE key = 'unordered_times'`).Scan(&unordered)
+	err = q.QueryRowContext(ctx, `SELECT count(*) FROM search_meta WHERE key = 'unordered_times'`).Scan(&unordered)
 	if err != nil || unordered > 0 {
 		return lo, hi, err
 	}
 	if !from.IsZero() {
-		err = l.db.QueryRowContext(ctx, `SELECT idx FROM entries WHERE time_ns >= ? ORDER BY time_ns, idx LIMIT 1`, from.UnixNano()).Scan(&lo)
+		err = q.QueryRowContext(ctx, `SELECT idx FROM entries WHERE time_ns >= ? ORDER BY time_ns, idx LIMIT 1`, from.UnixNano()).Scan(&lo)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 1, 0, nil
 		}
@@ -548,7 +600,7 @@ func (l *Log) timeBounds(ctx context.Context, from, to time.Time) (lo, hi int64,
 		}
 	}
 	if !to.IsZero() {
-		err = l.db.QueryRowContext(ctx, `SELECT idx FROM entries WHERE time_ns < ? ORDER BY time_ns DESC, idx DESC LIMIT 1`, to.UnixNano()).Scan(&hi)
+		err = q.QueryRowContext(ctx, `SELECT idx FROM entries WHERE time_ns < ? ORDER BY time_ns DESC, idx DESC LIMIT 1`, to.UnixNano()).Scan(&hi)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 1, 0, nil
 		}
@@ -559,8 +611,8 @@ func (l *Log) timeBounds(ctx context.Context, from, to time.Time) (lo, hi int64,
 	return lo, hi, nil
 }
 
-func (l *Log) queryHits(ctx context.Context, stmt string, args ...any) ([]Hit, error) {
-	rows, err := l.db.QueryContext(ctx, stmt, args...)
+func queryHits(ctx context.Context, q querier, stmt string, args ...any) ([]Hit, error) {
+	rows, err := q.QueryContext(ctx, stmt, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -581,7 +633,7 @@ func (l *Log) queryHits(ctx context.Context, stmt string, args ...any) ([]Hit, e
 }
 
 // checkExact keeps the candidates whose text contains every literal.
-func (l *Log) checkExact(ctx context.Context, cands []Hit, exact []literal) ([]Hit, error) {
+func checkExact(ctx context.Context, q querier, cands []Hit, exact []literal) ([]Hit, error) {
 	if len(cands) == 0 {
 		return cands, nil
 	}
@@ -590,7 +642,7 @@ func (l *Log) checkExact(ctx context.Context, cands []Hit, exact []literal) ([]H
 		idxs[i] = h.Index
 	}
 	list, _ := json.Marshal(idxs)
-	rows, err := l.db.QueryContext(ctx, `SELECT idx, server || char(10) || tool || char(10) || decision || char(10) || client || char(10) || text
+	rows, err := q.QueryContext(ctx, `SELECT idx, server || char(10) || tool || char(10) || decision || char(10) || client || char(10) || text
 		FROM search_source WHERE idx IN (SELECT value FROM json_each(?))`, string(list))
 	if err != nil {
 		return nil, err
