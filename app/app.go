@@ -254,7 +254,7 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 	u := &UI{
 		app:     a,
 		st:      st,
-		core:    newCore(st, kc),
+		core:    newCore(ctx, st, kc, log.WithGroup("app")),
 		log:     log.WithGroup("app"),
 		poll:    poll,
 		exe:     opts.Executable,

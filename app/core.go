@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,10 +43,19 @@ type core struct {
 
 	mu  sync.Mutex
 	pol *policy.Store // guarded by mu; nil until opened
+
+	// The search index's upgrade (receipts.Log.UpgradeIndex), run in the
+	// background once the log is open: bg bounds it, indexLeft says how
+	// many entries it has left to move (-1: none, or not known yet).
+	bg        context.Context
+	logger    *slog.Logger
+	indexLeft atomic.Int64
 }
 
-func newCore(st *store.Store, kc Keychain) *core {
-	return &core{st: st, kc: timedKeychain{kc: kc, wait: keychainWait}, open: make(chan struct{}, 1)}
+func newCore(bg context.Context, st *store.Store, kc Keychain, log *slog.Logger) *core {
+	c := &core{st: st, kc: timedKeychain{kc: kc, wait: keychainWait}, open: make(chan struct{}, 1), bg: bg, logger: log}
+	c.indexLeft.Store(-1)
+	return c
 }
 
 // evidence returns the evidence log, opening it with the keychain's signing
@@ -74,7 +84,41 @@ func (c *core) evidence(ctx context.Context) (*receipts.Log, error) {
 		return nil, err
 	}
 	c.log.Store(l)
+	go c.upgradeIndex(l)
 	return l, nil
+}
+
+// upgradeIndex finishes the upgrade of the log's search index, if one is
+// under way, in the background: a short transaction at a time, so proxies'
+// receipts barely wait. A failure (the database locked for long) is tried
+// again a minute later.
+func (c *core) upgradeIndex(l *receipts.Log) {
+	for {
+		left, upgrading, err := l.IndexBacklog(c.bg)
+		if err == nil && !upgrading {
+			c.indexLeft.Store(-1)
+			return
+		}
+		if err == nil {
+			c.indexLeft.Store(left)
+			c.logger.Info("upgrading the search index", "entries_left", left)
+			err = l.UpgradeIndex(c.bg, func(left int64) { c.indexLeft.Store(left) })
+			if err == nil {
+				c.logger.Info("search index upgraded")
+				c.indexLeft.Store(-1)
+				return
+			}
+		}
+		if c.bg.Err() != nil {
+			return
+		}
+		c.logger.Warn("upgrade the search index", "err", err)
+		select {
+		case <-c.bg.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+	}
 }
 
 // openedLog returns the evidence log if it is open, without opening it:

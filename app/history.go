@@ -338,12 +338,17 @@ func (p *historyPage) showList() {
 		what = "entries"
 	}
 	n := thousands(len(p.hl.hits))
+	var footer string
 	switch {
 	case p.hl.more:
-		setText(p.footer, fmt.Sprintf("%s %s shown, newest first; more load as you scroll · %s entries in the log", n, what, thousands(int(p.seenSize))))
+		footer = fmt.Sprintf("%s %s shown, newest first; more load as you scroll · %s entries in the log", n, what, thousands(int(p.seenSize)))
 	default:
-		setText(p.footer, fmt.Sprintf("%s %s · %s entries in the log", n, what, thousands(int(max(p.seenSize, 0)))))
+		footer = fmt.Sprintf("%s %s · %s entries in the log", n, what, thousands(int(max(p.seenSize, 0))))
 	}
+	if left := p.u.core.indexLeft.Load(); left > 0 {
+		footer += fmt.Sprintf(" · upgrading the search index: %s older entries to go", thousands(int(left)))
+	}
+	setText(p.footer, footer)
 	if p.u.poll > 0 {
 		setText(p.live, "● Live")
 	}

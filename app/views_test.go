@@ -649,6 +649,54 @@ func TestHistoryPagesAndLiveUpdates(t *testing.T) {
 	}
 }
 
+// A log whose search index is being upgraded (as after an update of
+// Gatehouse) is searched whole, the window says the upgrade is under way,
+// and the app's background upgrade finishes it.
+func TestHistoryDuringIndexUpgrade(t *testing.T) {
+	h := newHarness(t, nil)
+	h.seeded(60)
+	h.useClock()
+	ctx := context.Background()
+	l, err := h.ui.core.evidence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The log as the update leaves a large one: every entry still in the
+	// retired index (schema step 4 of receipts, before UpgradeIndex).
+	size, _ := l.Size(ctx)
+	for _, stmt := range []string{
+		`ALTER TABLE search_fts RENAME TO search_retired`,
+		`CREATE VIRTUAL TABLE search_fts USING fts5 (server, tool, decision, client, text,
+			content = 'search_source', content_rowid = 'idx', tokenize = 'unicode61 remove_diacritics 2', prefix = '3 4')`,
+		fmt.Sprintf(`INSERT OR REPLACE INTO search_meta (key, value) VALUES ('reindex_from', %d), ('retired_to', %[1]d)`, size),
+	} {
+		if _, err := h.st.DB().ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.ui.core.indexLeft.Store(size)
+	p := h.openHistory()
+	assertShows(t, objectText(p.content), fmt.Sprintf("upgrading the search index: %d older entries to go", size))
+	h.search(p, "refu")
+	found := len(p.hl.hits)
+	if found == 0 {
+		t.Fatal("a word typed part way finds nothing in the retired index")
+	}
+
+	h.ui.core.upgradeIndex(l)
+	if left, upgrading, err := l.IndexBacklog(ctx); err != nil || upgrading || left != 0 {
+		t.Errorf("after the app's upgrade: %d entries left, upgrading %v, %v", left, upgrading, err)
+	}
+	h.search(p, "refun")
+	h.search(p, "refu")
+	if len(p.hl.hits) != found {
+		t.Errorf("after the upgrade refu finds %d calls, before %d", len(p.hl.hits), found)
+	}
+	if strings.Contains(objectText(p.content), "upgrading the search index") {
+		t.Error("the window still says the index is being upgraded")
+	}
+}
+
 func mustPolicies(t *testing.T, h *harness) gate.Policies {
 	ps, err := h.ui.core.policies(context.Background())
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -183,22 +184,41 @@ var benchStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // genVersion names the generator's output: change it with the generator.
 const genVersion = "1"
 
+// searchBenchDir is the cache folder of the benchmark database of n
+// receipts at schema step len(steps).
+func searchBenchDir(steps []string, n int) string {
+	sum := sha256.Sum256([]byte(strings.Join(steps, "\x00") + "\x00" + genVersion))
+	return filepath.Join(os.TempDir(), "gatehouse-bench", fmt.Sprintf("search-%x-%d", sum[:6], n))
+}
+
+// benchKey signs the benchmark logs.
+func benchKey() ed25519.PrivateKey {
+	seed := sha256.Sum256([]byte("gatehouse benchmark key"))
+	return ed25519.NewKeyFromSeed(seed[:])
+}
+
 // openSearchBench opens the benchmark database of n receipts, building it
-// first when the cache has none for this schema and generator.
+// first when the cache has none for this schema and generator: from the
+// cached database of an earlier schema when there is one (opening it
+// migrates it, as a user's log is, and its search index is upgraded to
+// the end), else from nothing.
 func openSearchBench(b *testing.B, n int) (*Log, int64) {
 	b.Helper()
 	ctx := context.Background()
-	sum := sha256.Sum256([]byte(strings.Join(migrations, "\x00") + "\x00" + genVersion))
-	dir := filepath.Join(os.TempDir(), "gatehouse-bench", fmt.Sprintf("search-%x-%d", sum[:6], n))
-	seed := sha256.Sum256([]byte("gatehouse benchmark key"))
-	key := ed25519.NewKeyFromSeed(seed[:])
+	dir, key := searchBenchDir(migrations, n), benchKey()
 	if _, err := os.Stat(filepath.Join(dir, store.DatabaseFile)); err != nil {
-		b.Logf("building %s (once)", dir)
 		t0 := time.Now()
-		if err := buildSearchBench(ctx, dir, key, n); err != nil {
+		if older := olderSearchBench(n); older != "" {
+			b.Logf("upgrading a copy of %s into %s (once)", older, dir)
+			err = upgradeSearchBench(ctx, older, dir, key)
+		} else {
+			b.Logf("building %s (once)", dir)
+			err = buildSearchBench(ctx, dir, key, n, migrations)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("built in %v", time.Since(t0).Round(time.Second))
+		b.Logf("done in %v", time.Since(t0).Round(time.Second))
 	}
 	st, err := store.Open(ctx, dir, nil)
 	if err != nil {
@@ -216,11 +236,186 @@ func openSearchBench(b *testing.B, n int) (*Log, int64) {
 	return l, size
 }
 
+// olderSearchBench returns the folder of the newest cached benchmark
+// database of n receipts at an earlier schema step (from step 2, the first
+// with search), or "".
+func olderSearchBench(n int) string {
+	for k := len(migrations) - 1; k >= 2; k-- {
+		dir := searchBenchDir(migrations[:k], n)
+		if _, err := os.Stat(filepath.Join(dir, store.DatabaseFile)); err == nil {
+			return dir
+		}
+	}
+	return ""
+}
+
+// upgradeSearchBench copies the database in older to dir, opens it (which
+// migrates it) and upgrades its search index.
+func upgradeSearchBench(ctx context.Context, older, dir string, key ed25519.PrivateKey) error {
+	tmp := dir + ".building"
+	os.RemoveAll(tmp)
+	if err := copyDB(older, tmp); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, tmp, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	l, err := Open(ctx, st, key)
+	if err != nil {
+		return err
+	}
+	if err := l.upgradeIndex(ctx, nil, false); err != nil {
+		return err
+	}
+	if _, err := st.DB().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return err
+	}
+	if err := st.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
+}
+
+// copyDB copies the database file of home folder from into a new home
+// folder to (the cached databases are checkpointed: no write-ahead log).
+func copyDB(from, to string) error {
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		return err
+	}
+	src, err := os.Open(filepath.Join(from, store.DatabaseFile))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(filepath.Join(to, store.DatabaseFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
+}
+
+// BenchmarkIndexUpgrade measures the upgrade of a million-receipt log's
+// search index (schema step 4) as a user lives it: a copy of the benchmark
+// database at step 3 (cached by an earlier BenchmarkSearch) is opened,
+// which must not wait for the upgrade, and UpgradeIndex runs in the
+// background while another connection appends receipts, as a governed
+// proxy does, one every 10 ms; their latencies are reported beside those
+// of the same appends with no upgrade running, on the same log, right
+// before.
+//
+//	go test -run '^$' -bench IndexUpgrade -benchtime 1x -timeout 60m ./receipts/
+func BenchmarkIndexUpgrade(b *testing.B) {
+	older := searchBenchDir(migrations[:3], *benchReceipts)
+	ctx := context.Background()
+	if _, err := os.Stat(filepath.Join(older, store.DatabaseFile)); err != nil {
+		b.Logf("building %s (once)", older)
+		if err := buildSearchBench(ctx, older, benchKey(), *benchReceipts, migrations[:3]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range b.N {
+		b.StopTimer()
+		home := filepath.Join(os.TempDir(), "gatehouse-bench", "upgrade")
+		os.RemoveAll(home)
+		if err := copyDB(older, home); err != nil {
+			b.Fatal(err)
+		}
+		st, err := store.Open(ctx, home, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		l, err := Open(ctx, st, benchKey())
+		if err != nil {
+			b.Fatal(err)
+		}
+		opened := time.Since(t0)
+		proxy, err := store.Open(ctx, home, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pl, err := Open(ctx, proxy, benchKey())
+		if err != nil {
+			b.Fatal(err)
+		}
+		g := newGen(9)
+		appendFor := func(d time.Duration) []time.Duration {
+			var lat []time.Duration
+			for end := time.Now().Add(d); time.Now().Before(end); {
+				c := g.call(len(lat))
+				t := time.Now()
+				if _, err := pl.AppendReceipt(ctx, c.receipt, c.args); err != nil {
+					b.Error(err)
+					return lat
+				}
+				lat = append(lat, time.Since(t))
+				time.Sleep(10 * time.Millisecond)
+			}
+			return lat
+		}
+		quiet := appendFor(20 * time.Second)
+		done := make(chan error, 1)
+		// A transaction is reported as it ends, and the upgrade then rests as
+		// long as it took: half the time between two reports is one
+		// transaction's hold of the write lock.
+		var holds []time.Duration
+		t1 := time.Now()
+		go func() {
+			last := t1
+			done <- l.UpgradeIndex(ctx, func(int64) {
+				holds = append(holds, time.Since(last)/2)
+				last = time.Now()
+			})
+		}()
+		var during []time.Duration
+		for {
+			during = append(during, appendFor(time.Second)...)
+			select {
+			case err := <-done:
+				if err != nil {
+					b.Fatal(err)
+				}
+			default:
+				continue
+			}
+			break
+		}
+		upgraded := time.Since(t1)
+		b.StopTimer()
+		b.ReportMetric(float64(opened.Microseconds())/1000, "open-ms")
+		b.ReportMetric(upgraded.Seconds(), "upgrade-s")
+		b.ReportMetric(float64(len(holds)), "transactions")
+		for _, x := range []struct {
+			name string
+			lat  []time.Duration
+		}{{"append-quiet", quiet}, {"append-upgrading", during}, {"upgrade-tx", holds}} {
+			slices.Sort(x.lat)
+			pct := func(p float64) float64 {
+				return float64(x.lat[min(len(x.lat)-1, int(p*float64(len(x.lat))))].Microseconds()) / 1000
+			}
+			b.ReportMetric(pct(0.5), x.name+"-p50-ms")
+			b.ReportMetric(pct(0.99), x.name+"-p99-ms")
+			b.ReportMetric(pct(1), x.name+"-max-ms")
+		}
+		proxy.Close()
+		st.Close()
+		os.RemoveAll(home)
+	}
+}
+
 // buildSearchBench writes n calls (receipts, and outcomes for those that
-// ran) into a new home folder dir, through the log's own append path, a
-// thousand appends per transaction. It builds in a sibling folder and
-// renames it, so that an interrupted build is never taken for a finished one.
-func buildSearchBench(ctx context.Context, dir string, key ed25519.PrivateKey, n int) error {
+// ran) into a new home folder dir at schema step len(steps), through the
+// log's own append path, a thousand appends per transaction. It builds in a
+// sibling folder and renames it, so that an interrupted build is never
+// taken for a finished one.
+func buildSearchBench(ctx context.Context, dir string, key ed25519.PrivateKey, n int, steps []string) error {
 	tmp := dir + ".building"
 	os.RemoveAll(tmp)
 	st, err := store.Open(ctx, tmp, nil)
@@ -228,7 +423,7 @@ func buildSearchBench(ctx context.Context, dir string, key ed25519.PrivateKey, n
 		return err
 	}
 	defer st.Close()
-	l, err := Open(ctx, st, key)
+	l, err := open(ctx, st, key, false, steps)
 	if err != nil {
 		return err
 	}

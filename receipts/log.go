@@ -54,6 +54,10 @@ type Log struct {
 	keyMu sync.Mutex
 	key   ed25519.PrivateKey // guarded by keyMu
 	keyID string             // guarded by keyMu
+
+	// typedPrefixes makes search run word prefixes as typed, never
+	// shortened (shortenPrefixes): tests compare the two.
+	typedPrefixes bool
 }
 
 // ErrForeignKey is returned by [Open] when the log already has signing keys

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -496,64 +497,101 @@ func (l *Log) search(ctx context.Context, q Query) (Page, error) {
 		sources = append(sources, source{stmt + ` ORDER BY e.idx DESC LIMIT ?`, lo})
 		args = append([]any{nil, nil}, args...)
 	}
-	var exact []literal
-	for _, t := range terms {
-		exact = append(exact, t.exact...)
-	}
 	cur := 0 // args[cur] is the cursor (rowids below it), args[cur+1] the source's lo
 	if len(terms) > 0 {
 		cur = 1
 	}
-
-	// One row more than the page tells whether there is a next page. When
-	// candidates must be checked for exact text, fetch in larger batches,
-	// and go on until the page is full or the candidates run out.
-	batch := limit + 1
-	if len(exact) > 0 {
-		batch = max(batch, 64)
-	}
-	before := q.Before
-	if before <= 0 {
-		before = math.MaxInt64
+	start := q.Before
+	if start <= 0 {
+		start = math.MaxInt64
 	}
 	if hi < math.MaxInt64 {
-		before = min(before, hi+1)
+		start = min(start, hi+1)
 	}
-	var page Page
-	for _, src := range sources {
-		if before <= src.lo {
-			continue
+
+	// collect fills a page with the candidates of the sources for the FTS
+	// query match that contain every literal of exact. With a budget, it
+	// gives up with errBudget once it has checked that many candidates
+	// without filling the page.
+	collect := func(match string, exact []literal, budget int) (Page, error) {
+		// One row more than the page tells whether there is a next page.
+		// When candidates must be checked for exact text, fetch in larger
+		// batches, and go on until the page is full or the candidates run
+		// out.
+		batch := limit + 1
+		if len(exact) > 0 {
+			batch = max(batch, 64)
 		}
-		args[cur+1] = src.lo
-		for {
-			args[cur] = before
-			cands, err := queryHits(ctx, tx, src.stmt, append(args, batch)...)
-			if err != nil {
-				return Page{}, err
+		if cur > 0 {
+			args[0] = match
+		}
+		before, checked := start, 0
+		var page Page
+		for _, src := range sources {
+			if before <= src.lo {
+				continue
 			}
-			fetched := len(cands)
-			if fetched > 0 {
-				before = cands[fetched-1].Index
-			}
-			if len(exact) > 0 {
-				if cands, err = checkExact(ctx, tx, cands, exact); err != nil {
+			args[cur+1] = src.lo
+			for {
+				if budget > 0 && checked >= budget {
+					return Page{}, errBudget
+				}
+				args[cur] = before
+				cands, err := queryHits(ctx, tx, src.stmt, append(args, batch)...)
+				if err != nil {
 					return Page{}, err
 				}
+				fetched := len(cands)
+				if fetched > 0 {
+					before = cands[fetched-1].Index
+				}
+				if len(exact) > 0 {
+					checked += fetched
+					if cands, err = checkExact(ctx, tx, cands, exact); err != nil {
+						return Page{}, err
+					}
+				}
+				page.Hits = append(page.Hits, cands...)
+				if len(page.Hits) > limit {
+					page.Hits = page.Hits[:limit]
+					page.Next = page.Hits[limit-1].Index
+					return page, nil
+				}
+				if fetched < batch {
+					break // this source has no candidates left
+				}
 			}
-			page.Hits = append(page.Hits, cands...)
-			if len(page.Hits) > limit {
-				page.Hits = page.Hits[:limit]
-				page.Next = page.Hits[limit-1].Index
-				return page, nil
-			}
-			if fetched < batch {
-				break // this source has no candidates left
-			}
+			before = min(before, src.lo)
 		}
-		before = min(before, src.lo)
+		return page, nil
 	}
-	return page, nil
+
+	var exact []literal
+	for _, t := range terms {
+		exact = append(exact, t.exact...)
+	}
+	// A word being typed that is longer than the index's prefixes is
+	// searched by its first letters, which the index lists, and checked in
+	// the text (shortenPrefixes): FTS5 would otherwise merge the lists of
+	// every word that starts so before it returned the first. Where that
+	// check cannot be exact, or finds too few, the query runs as typed.
+	if short, checks, ok := shortenPrefixes(terms); ok && !l.typedPrefixes {
+		page, err := collect(matchExpr(short), append(exact, checks...), shortBudget)
+		if !errors.Is(err, errBudget) && !errors.Is(err, errUncertain) {
+			return page, err
+		}
+	}
+	return collect(matchExpr(terms), exact, 0)
 }
+
+// shortBudget is how many candidates a search by shortened prefixes checks
+// before it runs the query as typed instead (5-10 ms of checking).
+const shortBudget = 256
+
+var (
+	errBudget    = errors.New("shortened prefixes: budget spent")
+	errUncertain = errors.New("shortened prefixes: text the check cannot decide")
+)
 
 // rarity says how selective a filter's value usually is, from what a log
 // holds: about half its entries are receipts and half outcomes, most calls
@@ -658,6 +696,9 @@ func checkExact(ctx context.Context, q querier, cands []Hit, exact []literal) ([
 		text = strings.ToLower(text)
 		ok[idx] = true
 		for _, lit := range exact {
+			if lit.ascii && hasNonASCIIWord(text) {
+				return nil, errUncertain
+			}
 			if !lit.in(text) {
 				ok[idx] = false
 				break
@@ -692,10 +733,14 @@ type term struct {
 }
 
 // A literal is a word with punctuation inside, which candidates must
-// contain as typed (lowercased), at word boundaries.
+// contain as typed (lowercased), at word boundaries; or the start of a word
+// being typed, checked in place of the index (shortenPrefixes).
 type literal struct {
 	text   string // lowercase
 	prefix bool   // the last word of a prefix term: no boundary after it
+	// ascii: the literal stands for an FTS5 prefix query, which folds
+	// accents too; it is exact only in text whose words are ASCII.
+	ascii bool
 }
 
 // in reports whether text (lowercase) contains lit starting and ending at
@@ -802,6 +847,74 @@ func (t term) fts() string {
 		s += " *"
 	}
 	return s
+}
+
+// maxIndexedPrefix is the longest prefix the full-text index keeps a list
+// of entries for (prefixMigration).
+const maxIndexedPrefix = 4
+
+// shortenPrefixes returns terms with each final word being typed that is
+// longer than maxIndexedPrefix cut to that length, and the literals that
+// check what was cut, when that gives the same results: ok is false when
+// no term was cut. Two kinds of term qualify:
+//
+//   - one word with punctuation inside (alice@exampl*): its literal already
+//     checks the word as typed, and implies the FTS5 phrase;
+//   - one plain ASCII word (exampl*): a literal checks that a word starts
+//     so, which is what FTS5 checks, in text whose words are ASCII (FTS5
+//     also folds accents: é matches e). Text with other words makes the
+//     check uncertain, and the search runs as typed.
+//
+// Phrases of several words are left as typed: a literal would not tie the
+// word to its place in the phrase.
+func shortenPrefixes(terms []term) (short []term, checks []literal, ok bool) {
+	short = slices.Clone(terms)
+	for i, t := range terms {
+		if !t.prefix || strings.ContainsFunc(t.words, isSpace) {
+			continue
+		}
+		// The last word as FTS5 splits it: the last run of word runes.
+		end := len(t.words)
+		start := strings.LastIndexFunc(t.words, func(r rune) bool { return !isWordRune(r) }) + 1
+		last := t.words[start:end]
+		if utf8.RuneCountInString(last) <= maxIndexedPrefix {
+			continue
+		}
+		cut := start
+		for range maxIndexedPrefix {
+			_, n := utf8.DecodeRuneInString(t.words[cut:])
+			cut += n
+		}
+		switch {
+		case len(t.exact) == 1 && t.exact[0].prefix:
+		case len(t.exact) == 0 && isASCII(t.words):
+			checks = append(checks, literal{text: strings.ToLower(t.words), prefix: true, ascii: true})
+		default:
+			continue
+		}
+		short[i].words = t.words[:cut]
+		ok = true
+	}
+	return short, checks, ok
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// hasNonASCIIWord reports whether text has a word rune outside ASCII.
+func hasNonASCIIWord(text string) bool {
+	for _, r := range text {
+		if r >= utf8.RuneSelf && isWordRune(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // matchExpr is the FTS5 query of terms: all of them.

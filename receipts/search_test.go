@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -467,15 +468,23 @@ func FuzzSearchQuery(f *testing.F) {
 		"a * b", "(a OR b) AND c", ")", "(", "a:", ":", "+a", "-", `\"`, "'", "a'b", "\x00", "a\x00b", "\xff\xfe",
 		"\u2028", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "日本語テキスト", "café*", "a.b.c.", "...", "a\tb\nc", `"a b" *`, `"*"`, "NEAR", "AND",
 		`col : "x" * OR y`, "read_file", "C:\\Users\\me", "%", "_", "a_b*", "\"a\"b\"c",
+		"exampl*", "Exampl*", "alice@exampl*", "examina*", "naïv*", "example_te*", "/srv/exam2*", "read_fil*",
 	} {
 		f.Add(s)
 	}
 	l, _ := MustOpen(f, newKey(f))
+	typed := &Log{db: l.db, typedPrefixes: true}
 	call(f, l, "files", "read_file", entry.Allow, "claude-code", `{"path":"/home/me/a b.txt","to":"alice@example.com"}`, entry.Succeeded, `"NEAR AND OR NOT a b c"`)
+	call(f, l, "mail", "send_email", entry.Allow, "cursor", `{"to":"Alice@Examples.org","body":"Exámple naïve examination"}`, entry.Succeeded, `"queued: example_test"`)
+	call(f, l, "files", "read_files", entry.Deny, "cursor", `{"paths":["/srv/example/readme.md","/srv/exam2024"]}`, "", "")
 	f.Fuzz(func(t *testing.T, text string) {
 		p, err := l.Search(context.Background(), Query{Text: text, Limit: 5})
 		if err != nil {
 			t.Fatalf("Search(%q) = %v", text, err)
+		}
+		// Shortened prefixes find what the query as typed finds.
+		if want, err := typed.Search(context.Background(), Query{Text: text, Limit: 5}); err != nil || !slices.Equal(ids(p), ids(want)) {
+			t.Errorf("Search(%q) = %v, as typed %v, %v", text, ids(p), ids(want), err)
 		}
 		for _, tm := range parseQuery(text) {
 			if tm.words == "" || strings.Count(tm.fts(), `"`)%2 != 0 {
@@ -539,3 +548,56 @@ func ExampleLog_Search() {
 // exampleKey is a fixed signing key for examples (a real one lives in the
 // keychain).
 func exampleKey() ed25519.PrivateKey { return ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)) }
+
+// Words typed past the index's prefix lengths are searched by their first
+// letters and checked in the text (shortenPrefixes): the results must be
+// exactly those of the query as typed, page for page, whatever the case,
+// the accents, the punctuation or the filters.
+func TestShortenedPrefixesFindTheSame(t *testing.T) {
+	l, _ := MustOpen(t, newKey(t))
+	typed := &Log{db: l.db, typedPrefixes: true}
+	words := []string{"example", "examples", "Example", "EXAMPLE", "exam", "examine", "examination", "exámple", "éxample",
+		"example_test", "exam2024", "examp", "exampler", "naïve", "alice@example.com", "alice@examplz.org", "bob@example.com",
+		"/srv/example/notes.txt", "read_file", "read_files", "reader", "readme", "readiness"}
+	for i := range 240 {
+		args, _ := json.Marshal(map[string]string{"note": words[i%len(words)] + " " + words[(i*7+3)%len(words)], "n": fmt.Sprint(i)})
+		server := []string{"files", "mail"}[i%2]
+		call(t, l, server, "read_file", []string{entry.Allow, entry.Deny}[i%3/2], "cursor", string(args), entry.Succeeded, `"done: `+words[(i*5+1)%len(words)]+`"`)
+	}
+	var queries []Query
+	shortened := 0
+	for _, w := range words {
+		for n := 5; n <= len(w); n++ {
+			text := TypedQuery(w[:n])
+			if _, _, ok := shortenPrefixes(parseQuery(text)); ok {
+				shortened++
+			}
+			queries = append(queries, Query{Text: text}, Query{Text: text, Server: "mail"}, Query{Text: "read* " + text, Decision: entry.Allow})
+		}
+	}
+	if shortened < 20 {
+		t.Fatalf("only %d queries take the shortened path", shortened)
+	}
+	found := 0
+	for _, q := range queries {
+		q.Limit = 9
+		for {
+			want, err := typed.Search(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := mustSearch(t, l, q)
+			if !slices.Equal(ids(got), ids(want)) || got.Next != want.Next {
+				t.Fatalf("Search(%+v) = %v (next %d), as typed %v (next %d)", q, ids(got), got.Next, ids(want), want.Next)
+			}
+			found += len(got.Hits)
+			if got.Next == 0 {
+				break
+			}
+			q.Before = got.Next
+		}
+	}
+	if found == 0 {
+		t.Fatal("no query found anything")
+	}
+}

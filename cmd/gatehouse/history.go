@@ -107,7 +107,7 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 
 var historyCmd = &command{
 	name:    "history",
-	usage:   "[QUERY] [--from TIME] [--to TIME] [--server NAME] [--decision D] [--status S] [--kind K] [--limit N] [--before N] [--json]",
+	usage:   "[QUERY] [--from TIME] [--to TIME] [--server NAME] [--decision D] [--status S] [--kind K] [--limit N] [--before N] [--json] | --upgrade-index",
 	summary: "search the evidence log: calls, decisions and events, newest first",
 	help: `
 Lists the entries of the evidence log that match QUERY and the filters,
@@ -115,6 +115,11 @@ newest first, a page at a time; the last line says how to get the next
 page. Each call appears as its receipt (the decision, before the call) and,
 if it ran, its outcome. See one entry whole with: gatehouse history show ID.
 ` + queryHelp + `
+
+After an update that changes the search index, a large log's older entries
+move into the new index in the background while the tray app runs; until
+then, searches for words typed part way are slower over them. --upgrade-index
+does it now, in short steps that let proxies write in between.
 
 Examples:
   gatehouse history --decision deny --from 7d
@@ -125,6 +130,7 @@ Examples:
 		fs.Int("limit", 20, "show `N` entries per page, at most 1000")
 		fs.Int64("before", 0, "start below entry `INDEX` (the next page's cursor)")
 		fs.Bool("json", false, "print JSON")
+		fs.Bool("upgrade-index", false, "finish the upgrade of the search index now, and search nothing")
 	},
 	run: runHistory,
 }
@@ -143,14 +149,24 @@ func runHistory(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 	if q.Limit < 1 || q.Before < 0 {
 		return usagef("history: --limit must be at least 1 and --before not negative")
 	}
+	upgrade := fs.Lookup("upgrade-index").Value.String() == "true"
+	if upgrade && (!q.IsZero() || q.Before != 0) {
+		return usagef("history: --upgrade-index searches nothing: give it alone")
+	}
 	st, l, err := c.openLog(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if upgrade {
+		return upgradeIndex(ctx, c, l)
+	}
 	page, err := l.Search(ctx, q)
 	if err != nil {
 		return err
+	}
+	if left, upgrading, err := l.IndexBacklog(ctx); err == nil && upgrading && left > 0 && q.Text != "" {
+		fmt.Fprintf(c.stderr, "note: the search index is being upgraded; %d older entries have yet to move, and words typed part way are slower to find in them\nhint: the tray app finishes it in the background, or run: gatehouse history --upgrade-index\n", left)
 	}
 	if fs.Lookup("json").Value.String() == "true" {
 		return printHitsJSON(c.stdout, page)
@@ -175,6 +191,32 @@ func runHistory(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 	if page.Next != 0 {
 		fmt.Fprintf(c.stderr, "hint: next page: --before %d\n", page.Next)
 	}
+	return nil
+}
+
+// upgradeIndex finishes the upgrade of the search index, saying how it goes
+// every few seconds.
+func upgradeIndex(ctx context.Context, c *cli, l *receipts.Log) error {
+	left, upgrading, err := l.IndexBacklog(ctx)
+	if err != nil {
+		return err
+	}
+	if !upgrading {
+		fmt.Fprintln(c.stderr, "gatehouse: the search index is up to date")
+		return nil
+	}
+	fmt.Fprintf(c.stderr, "gatehouse: upgrading the search index: %d entries to move\n", left)
+	t0, said := time.Now(), time.Now()
+	err = l.UpgradeIndex(ctx, func(left int64) {
+		if time.Since(said) >= 5*time.Second {
+			fmt.Fprintf(c.stderr, "gatehouse: %d entries to move\n", left)
+			said = time.Now()
+		}
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stderr, "gatehouse: the search index is up to date (%v)\n", time.Since(t0).Round(100*time.Millisecond))
 	return nil
 }
 

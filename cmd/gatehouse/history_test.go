@@ -240,3 +240,52 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 }
+
+// After an update that changes the search index, a small log's entries
+// move into the new one when it is first opened (a large one's move in the
+// background: receipts' and the app's tests); --upgrade-index says there
+// is nothing left to do.
+func TestHistoryUpgradeIndex(t *testing.T) {
+	needKeychain(t)
+	home, ids := seededHome(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The state schema step 4 of the log leaves a log in.
+	for _, stmt := range []string{
+		`ALTER TABLE search_fts RENAME TO search_retired`,
+		`CREATE VIRTUAL TABLE search_fts USING fts5 (server, tool, decision, client, text,
+			content = 'search_source', content_rowid = 'idx', tokenize = 'unicode61 remove_diacritics 2', prefix = '3 4')`,
+		`INSERT OR REPLACE INTO search_meta (key, value) SELECT 'reindex_from', max(idx) + 1 FROM entries`,
+		`INSERT OR REPLACE INTO search_meta (key, value) SELECT 'retired_to', max(idx) + 1 FROM entries`,
+	} {
+		if _, err := st.DB().ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	code, out, errs := runIn(t, home, "", "history", "ali*")
+	if code != 0 || !strings.Contains(out, ids["mail"]) || errs != "" {
+		t.Fatalf("history ali* after the update: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runIn(t, home, "", "history", "--upgrade-index", "ali*"); code != 2 || !strings.Contains(errs, "give it alone") {
+		t.Errorf("--upgrade-index with words: exit %d, %s", code, errs)
+	}
+	code, _, errs = runIn(t, home, "", "history", "--upgrade-index")
+	if code != 0 || strings.Contains(errs, "to move") || !strings.Contains(errs, "is up to date") {
+		t.Fatalf("history --upgrade-index: exit %d, %s", code, errs)
+	}
+	st, err = store.Open(ctx, home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var retired int
+	st.DB().QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name LIKE 'search_retired%'`).Scan(&retired)
+	if retired != 0 {
+		t.Errorf("the retired index is still in the database")
+	}
+}
