@@ -230,19 +230,24 @@ func findButton(root fyne.CanvasObject, label string) *widget.Button {
 	return found
 }
 
+// assertShows checks that the window's text has each of want, whitespace
+// aside: a label may wrap a line between any two words.
 func assertShows(t *testing.T, screen string, want ...string) {
 	t.Helper()
 	for _, w := range want {
-		if !strings.Contains(screen, w) {
+		if !strings.Contains(oneLine(screen), oneLine(w)) {
 			t.Errorf("window does not show %q; it shows:\n%s", w, screen)
 		}
 	}
 }
 
+// oneLine turns every run of whitespace in s into one space.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
 func assertHides(t *testing.T, screen string, unwanted ...string) {
 	t.Helper()
 	for _, w := range unwanted {
-		if strings.Contains(screen, w) {
+		if strings.Contains(oneLine(screen), oneLine(w)) {
 			t.Errorf("window shows %q; it should not. It shows:\n%s", w, screen)
 		}
 	}

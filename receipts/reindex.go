@@ -111,7 +111,8 @@ const (
 	upgradeSlice     = 8 * time.Millisecond
 	upgradeFirstMove = 128  // entries in the first transaction
 	upgradeMaxMove   = 4096 // and in any
-	upgradeDropRows  = 64   // blocks of the retired index deleted in the first transaction
+	upgradeDropRows  = 64   // rows of the retired index deleted in the first transaction
+	upgradeMaxDrop   = 8192 // and in any
 )
 
 // smallUpgrade is the size of a log whose index [Open] upgrades on the
@@ -159,7 +160,7 @@ func (l *Log) upgradeIndex(ctx context.Context, progress func(left int64), rest 
 		}
 		took := time.Since(t0)
 		// Aim the next transaction at the slice, from what this one did.
-		scale := func(n int64, lo, hi int64) int64 {
+		scale := func(n, lo, hi int64) int64 {
 			if took <= 0 {
 				return hi
 			}
@@ -168,7 +169,7 @@ func (l *Log) upgradeIndex(ctx context.Context, progress func(left int64), rest 
 		if s.from > 0 {
 			move = scale(max(done, 1), 16, upgradeMaxMove)
 		} else {
-			drop = scale(max(done, 1), 16, 8192)
+			drop = scale(max(done, 1), 16, upgradeMaxDrop)
 		}
 		if rest {
 			select {
