@@ -36,6 +36,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/approval"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/internal/filelock"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
@@ -105,6 +106,9 @@ type Gate struct {
 	// the last place.
 	budgetMu sync.Mutex
 	allowed  []allowedCall // guarded by budgetMu
+	// budgetLock is the home's lock other proxies spending the same
+	// per-server budgets take (nil without a home).
+	budgetLock *filelock.Mutex
 	// idemMu is held from an idempotency key's lookup to its record.
 	idemMu sync.Mutex
 
@@ -138,6 +142,9 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 		return nil, err
 	}
 	g := &Gate{cfg: cfg, pins: pn, log: cfg.Logger, grants: map[string]grant{}, hashes: map[string]toolHashMemo{}}
+	if cfg.Home != "" {
+		g.budgetLock = filelock.New(filepath.Join(cfg.Home, serverBudgetLock))
+	}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -226,10 +233,10 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 	if d.verdict == policy.Allow && len(budgets) > 0 {
 		g.budgetMu.Lock()
 		defer g.budgetMu.Unlock()
-		if perServer(budgets) && g.cfg.Home != "" {
+		if perServer(budgets) && g.budgetLock != nil {
 			// Other proxies spend the same budget: hold the home's lock
 			// from the count to the receipt, as budgetMu does here.
-			unlock, err := lockServerBudgets(filepath.Join(g.cfg.Home, serverBudgetLock))
+			unlock, err := g.budgetLock.Lock(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("lock the server budgets: %w", err)
 			}

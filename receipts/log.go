@@ -23,11 +23,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/gatehouse-dev/gatehouse/internal/filelock"
 
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 )
@@ -54,6 +57,11 @@ type Log struct {
 	keyMu sync.Mutex
 	key   ed25519.PrivateKey // guarded by keyMu
 	keyID string             // guarded by keyMu
+
+	// writes is the lock of the home folder's file that every write
+	// transaction of the log holds (nil when the database has no home
+	// folder): see inTx.
+	writes *filelock.Mutex
 
 	// typedPrefixes makes search run word prefixes as typed, never
 	// shortened (shortenPrefixes): tests compare the two.
@@ -91,6 +99,9 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, s
 		return nil, fmt.Errorf("open evidence log: %w", err)
 	}
 	l := &Log{db: m.DB(), key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey))}
+	if h, ok := m.(interface{ Dir() string }); ok {
+		l.writes = filelock.New(filepath.Join(h.Dir(), writeLockFile))
+	}
 	l.commits = committer{l: l, wake: make(chan struct{}, 1)}
 	l.stmts.db = l.db
 	if _, err := l.db.ExecContext(ctx, `INSERT OR IGNORE INTO log_meta (key, value) VALUES ('id', ?)`,
@@ -365,9 +376,35 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
+// writeLockFile is the file of the home folder whose lock the log's write
+// transactions take, and writeLockWait bounds the wait for it: longer than
+// a holder keeps it, since its own wait for SQLite is bounded by the
+// store's busy timeout (10 s).
+const (
+	writeLockFile = "writes.lock"
+	writeLockWait = 15 * time.Second
+)
+
 // inTx runs f in one IMMEDIATE transaction (the store opens the database with
 // _txlock=immediate), committing when f returns nil.
+//
+// Proxies append to one database from several processes. SQLite lets one
+// write at a time, and the others wait in its busy handler, which sleeps
+// in growing steps (up to 100 ms) and is not woken when the lock frees: a
+// writer can sleep through many others' commits, and with 8 proxies some
+// calls waited for seconds. So the log's writers first queue on a file
+// lock of the home folder, on which the kernel wakes the next waiter at
+// once; they find SQLite's lock free as they get it.
 func (l *Log) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	if l.writes != nil {
+		lctx, cancel := context.WithTimeout(ctx, writeLockWait)
+		unlock, err := l.writes.Lock(lctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("wait for the other writers of the evidence log: %w", err)
+		}
+		defer unlock()
+	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
