@@ -103,10 +103,8 @@ func (l *Log) IndexBacklog(ctx context.Context) (left int64, upgrading bool, err
 
 // Pacing of [Log.UpgradeIndex]: each transaction aims to hold the write lock
 // for about upgradeSlice, and the upgrade rests as long as it worked before
-// the next one. A proxy whose receipt finds the lock taken sleeps in
-// SQLite's busy handler, in steps that grow (1, 2, 5, 10, 15, 20, 25 ms...)
-// and wake without notice: a 25 ms hold made it wait up to 80 ms, an 8 ms
-// one stays within its first steps.
+// the next one: a proxy's receipt waits for one transaction at most, and
+// the proxies write at least half the time.
 const (
 	upgradeSlice     = 8 * time.Millisecond
 	upgradeFirstMove = 128  // entries in the first transaction
