@@ -269,6 +269,12 @@ func upgradeSearchBench(ctx context.Context, older, dir string, key ed25519.Priv
 	if err := l.upgradeIndex(ctx, nil, false); err != nil {
 		return err
 	}
+	return finishBenchDB(ctx, st, tmp, dir)
+}
+
+// finishBenchDB checkpoints and closes the benchmark database built in the
+// home folder tmp, and renames tmp to dir: a cache entry is whole or absent.
+func finishBenchDB(ctx context.Context, st *store.Store, tmp, dir string) error {
 	if _, err := st.DB().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return err
 	}
@@ -476,13 +482,7 @@ func buildSearchBench(ctx context.Context, dir string, key ed25519.PrivateKey, n
 	if _, err := st.DB().ExecContext(ctx, `UPDATE entries SET time_ns = ? + idx * ?`, benchStart.UnixNano(), span/max(size, 1)); err != nil {
 		return err
 	}
-	if _, err := st.DB().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		return err
-	}
-	if err := st.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dir)
+	return finishBenchDB(ctx, st, tmp, dir)
 }
 
 // A gen makes realistic calls: a mix of servers and tools, clients,
