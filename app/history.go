@@ -65,14 +65,18 @@ type historyPage struct {
 	chartCaption *widget.RichText
 	legend       fyne.CanvasObject
 
-	list     *widget.List
-	listBox  fyne.CanvasObject
-	empty    *widget.RichText
-	footer   *widget.RichText
-	live     *widget.RichText
-	banner   *problemBanner
-	detail   *entryDetail
-	selected string // the id of the entry on the right
+	list    *widget.List
+	listBox fyne.CanvasObject
+	empty   *widget.RichText
+	footer  *widget.RichText
+	// upgrading says, while the search index is being upgraded, how far
+	// it has to go.
+	upgrading *widget.RichText
+	body      *fyne.Container // all but the header, laid out again as that line comes and goes
+	live      *widget.RichText
+	banner    *problemBanner
+	detail    *entryDetail
+	selected  string // the id of the entry on the right
 
 	filter   historyFilter
 	hl       historyList
@@ -169,6 +173,8 @@ func newHistoryPage(u *UI) *historyPage {
 	p.empty = text("", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, Alignment: fyne.TextAlignCenter})
 	p.empty.Wrapping = fyne.TextWrapWord
 	p.footer = text("", caption)
+	p.upgrading = text("", caption)
+	p.upgrading.Hide()
 	p.live = text("", widget.RichTextStyle{ColorName: theme.ColorNameSuccess, SizeName: theme.SizeNameCaptionText, Inline: true})
 	p.detail = newEntryDetail(p)
 
@@ -187,8 +193,8 @@ func newHistoryPage(u *UI) *historyPage {
 	split := container.NewHSplit(p.listBox, p.detail.content)
 	split.Offset = 0.5
 
-	body := container.NewBorder(container.NewVBox(p.banner.content, toolbar, chartBox), nil, nil, nil, split)
-	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(body))
+	p.body = container.NewBorder(container.NewVBox(p.banner.content, toolbar, p.upgrading, chartBox), nil, nil, nil, split)
+	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(p.body))
 	return p
 }
 
@@ -345,10 +351,17 @@ func (p *historyPage) showList() {
 	default:
 		footer = fmt.Sprintf("%s %s · %s entries in the log", n, what, thousands(int(max(p.seenSize, 0))))
 	}
-	if left := p.u.core.indexLeft.Load(); left > 0 {
-		footer += fmt.Sprintf(" · upgrading the search index: %s older entries to go", thousands(int(left)))
-	}
 	setText(p.footer, footer)
+	if left := p.u.core.indexLeft.Load(); left > 0 {
+		setText(p.upgrading, fmt.Sprintf("Upgrading the search index: %s older entries to go. Words typed part way are slower to find among them until then.", thousands(int(left))))
+		if !p.upgrading.Visible() {
+			p.upgrading.Show()
+			p.body.Refresh()
+		}
+	} else if p.upgrading.Visible() {
+		p.upgrading.Hide()
+		p.body.Refresh()
+	}
 	if p.u.poll > 0 {
 		setText(p.live, "● Live")
 	}

@@ -674,9 +674,12 @@ func TestHistoryDuringIndexUpgrade(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.ui.core.indexLeft.Store(size)
+	h.ui.core.indexLeft.Store(1_940_072) // as a million calls would say
 	p := h.openHistory()
-	assertShows(t, objectText(p.content), fmt.Sprintf("upgrading the search index: %d older entries to go", size))
+	assertShows(t, objectText(p.content), "Upgrading the search index: 1,940,072 older entries to go")
+	if got := h.ui.shell.content.MinSize(); got.Width > windowDefaultSize.Width || got.Height > windowDefaultSize.Height {
+		t.Errorf("with the upgrade said the window needs %v, more than the %v it opens at", got, windowDefaultSize)
+	}
 	h.search(p, "refu")
 	found := len(p.hl.hits)
 	if found == 0 {
@@ -692,7 +695,7 @@ func TestHistoryDuringIndexUpgrade(t *testing.T) {
 	if len(p.hl.hits) != found {
 		t.Errorf("after the upgrade refu finds %d calls, before %d", len(p.hl.hits), found)
 	}
-	if strings.Contains(objectText(p.content), "upgrading the search index") {
+	if strings.Contains(objectText(p.content), "Upgrading the search index") {
 		t.Error("the window still says the index is being upgraded")
 	}
 }
