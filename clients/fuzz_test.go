@@ -3,6 +3,7 @@ package clients
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -50,11 +51,15 @@ func FuzzJSONC(f *testing.F) {
 		}
 		if serr == nil && utf8.Valid(data) {
 			var want any
-			if err := json.Unmarshal(data, &want); err != nil {
+			var tooBig *json.UnmarshalTypeError // a number beyond float64: encoding/json cannot say
+			switch err := json.Unmarshal(data, &want); {
+			case errors.As(err, &tooBig):
+			case err != nil:
 				t.Fatal(err)
-			}
-			if got := strict.plain(data); !reflect.DeepEqual(got, want) {
-				t.Fatalf("plain() = %v, encoding/json = %v", got, want)
+			default:
+				if got := strict.plain(data); !reflect.DeepEqual(got, want) {
+					t.Fatalf("plain() = %v, encoding/json = %v", got, want)
+				}
 			}
 		}
 		if lerr == nil {
