@@ -99,9 +99,17 @@ func (e *Entry) signingInput() ([]byte, error) {
 	return append([]byte(SigningPrefix), canon...), nil
 }
 
+// MaxIndex is the largest index an entry can have: 2^53. The canonical form
+// (RFC 8785) writes numbers as IEEE doubles, which hold every integer up to
+// 2^53 exactly; a larger index would be signed rounded.
+const MaxIndex = 1 << 53
+
 // Sign sets e.Key and e.Sig with key and returns the entry's canonical bytes:
 // what is stored, exported and hashed into the log.
 func Sign(e *Entry, key ed25519.PrivateKey) ([]byte, error) {
+	if e.Index > MaxIndex {
+		return nil, fmt.Errorf("sign entry: index %d is beyond %d, the integers JSON numbers hold exactly", e.Index, int64(MaxIndex))
+	}
 	e.V = Version
 	e.Key = KeyID(key.Public().(ed25519.PublicKey))
 	e.Sig = ""
@@ -138,6 +146,8 @@ func Parse(data []byte) (*Entry, error) {
 		return nil, fmt.Errorf("%w: version %d, want %d", ErrMalformed, e.V, Version)
 	case e.Index < 0:
 		return nil, fmt.Errorf("%w: negative index", ErrMalformed)
+	case e.Index > MaxIndex:
+		return nil, fmt.Errorf("%w: index beyond %d", ErrMalformed, int64(MaxIndex))
 	case e.ID == "" || e.Log == "" || e.Key == "" || e.Sig == "":
 		return nil, fmt.Errorf("%w: missing id, log, key or sig", ErrMalformed)
 	case !e.Kind.Known():
