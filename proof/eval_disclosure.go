@@ -53,11 +53,7 @@ func disclosureCases() []Case {
 			Family: HonestDisclosure, Name: "a rule's denial",
 			Claim: "a denial says Gatehouse denied it, which rule, and its receipt, which the log holds",
 			Run: func(ctx context.Context, t *T) error {
-				l, err := t.stdLab(ctx)
-				if err != nil {
-					return err
-				}
-				s, err := l.Connect(ctx, serverName)
+				l, s, err := t.stdSession(ctx)
 				if err != nil {
 					return err
 				}
@@ -72,11 +68,7 @@ func disclosureCases() []Case {
 			Family: HonestDisclosure, Name: "no approver running",
 			Claim: "a call that needs a person while none is there says so, and how to get one",
 			Run: func(ctx context.Context, t *T) error {
-				l, err := t.stdLab(ctx)
-				if err != nil {
-					return err
-				}
-				s, err := l.Connect(ctx, serverName)
+				l, s, err := t.stdSession(ctx)
 				if err != nil {
 					return err
 				}

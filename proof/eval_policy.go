@@ -113,11 +113,7 @@ func policyCases() []Case {
 			Family: PolicyBypass, Name: "deny rule, exact name",
 			Claim: "a call a rule denies does not run, and its receipt says DENY",
 			Run: func(ctx context.Context, t *T) error {
-				l, err := t.stdLab(ctx)
-				if err != nil {
-					return err
-				}
-				s, err := l.Connect(ctx, serverName)
+				l, s, err := t.stdSession(ctx)
 				if err != nil {
 					return err
 				}
@@ -388,11 +384,7 @@ func policyCases() []Case {
 			Family: PolicyBypass, Name: "approval imitated through MCP",
 			Claim: "nothing an agent sends through MCP approves a call",
 			Run: func(ctx context.Context, t *T) error {
-				l, err := t.stdLab(ctx)
-				if err != nil {
-					return err
-				}
-				s, err := l.Connect(ctx, serverName)
+				l, s, err := t.stdSession(ctx)
 				if err != nil {
 					return err
 				}
@@ -446,11 +438,7 @@ func policyCases() []Case {
 			Family: PolicyBypass, Name: "paused",
 			Claim: "while Gatehouse is paused no call runs, not even an allowed one",
 			Run: func(ctx context.Context, t *T) error {
-				l, err := t.stdLab(ctx)
-				if err != nil {
-					return err
-				}
-				s, err := l.Connect(ctx, serverName)
+				l, s, err := t.stdSession(ctx)
 				if err != nil {
 					return err
 				}

@@ -49,11 +49,7 @@ func rawCase(name, claim string, lines ...string) Case {
 	return Case{
 		Family: ProtocolAbuse, Name: name, Claim: claim,
 		Run: func(ctx context.Context, t *T) error {
-			l, err := t.stdLab(ctx)
-			if err != nil {
-				return err
-			}
-			s, err := l.Connect(ctx, serverName)
+			l, s, err := t.stdSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -146,11 +142,7 @@ func protocolCases() []Case {
 			Family: ProtocolAbuse, Name: "a 9 MiB request",
 			Claim: "a message over the size limit is refused, naming the limit, and runs nothing",
 			Run: func(ctx context.Context, t *T) error {
-				l, err := t.stdLab(ctx)
-				if err != nil {
-					return err
-				}
-				s, err := l.Connect(ctx, serverName)
+				l, s, err := t.stdSession(ctx)
 				if err != nil {
 					return err
 				}
@@ -200,11 +192,7 @@ func protocolCases() []Case {
 			Family: ProtocolAbuse, Name: "a flood of 1000 calls",
 			Claim: "a thousand calls sent without waiting are each answered once, and each that ran has its receipt",
 			Run: func(ctx context.Context, t *T) error {
-				l, err := t.stdLab(ctx)
-				if err != nil {
-					return err
-				}
-				s, err := l.Connect(ctx, serverName)
+				l, s, err := t.stdSession(ctx)
 				if err != nil {
 					return err
 				}
@@ -349,11 +337,7 @@ func protocolCases() []Case {
 			Family: ProtocolAbuse, Name: "a tools/call inside a batch",
 			Claim: "a tools/call in a JSON-RPC batch passes the gate like any other",
 			Run: func(ctx context.Context, t *T) error {
-				l, err := t.stdLab(ctx)
-				if err != nil {
-					return err
-				}
-				s, err := l.Connect(ctx, serverName)
+				l, s, err := t.stdSession(ctx)
 				if err != nil {
 					return err
 				}

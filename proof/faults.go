@@ -69,11 +69,7 @@ func faultCases() []Case {
 			Family: FaultInjection, Name: "the database locked by another process",
 			Claim: "while another process holds the database locked, calls are refused saying why, none runs, and the next call works once it lets go",
 			Run: func(ctx context.Context, t *T) error {
-				l, err := t.stdLab(ctx)
-				if err != nil {
-					return err
-				}
-				s, err := l.Connect(ctx, serverName)
+				l, s, err := t.stdSession(ctx)
 				if err != nil {
 					return err
 				}
@@ -135,11 +131,7 @@ func faultCases() []Case {
 			Family: FaultInjection, Name: "the disk full",
 			Claim: "when the proxy cannot write (its file size limit makes every write fail as on a full disk), calls are refused saying why, none runs, and the next call works once it can",
 			Run: func(ctx context.Context, t *T) error {
-				l, err := t.stdLab(ctx)
-				if err != nil {
-					return err
-				}
-				s, err := l.Connect(ctx, serverName)
+				l, s, err := t.stdSession(ctx)
 				if err != nil {
 					return err
 				}

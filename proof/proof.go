@@ -328,6 +328,19 @@ func (t *T) stdLab(ctx context.Context, serverFlags ...string) (*Lab, error) {
 	return l, nil
 }
 
+// stdSession is stdLab with an MCP session through a proxy of its server.
+func (t *T) stdSession(ctx context.Context) (*Lab, *Session, error) {
+	l, err := t.stdLab(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := l.Connect(ctx, serverName)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, s, nil
+}
+
 // stdPolicy is the standard lab's policy: the built-in defaults, and three
 // rules.
 const stdPolicy = `default = "APPROVAL_REQUIRED"
