@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"crypto"
 	"crypto/ed25519"
@@ -24,6 +23,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/clients"
 	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
 	"github.com/gatehouse-dev/gatehouse/internal/seed"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/receipts"
@@ -46,29 +46,12 @@ func TestMain(m *testing.M) {
 }
 
 func serveMCP() {
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(in.Bytes(), &msg) != nil || msg.ID == nil {
-			continue
-		}
-		var result string
-		switch msg.Method {
-		case "initialize":
-			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"test-server","version":"1.2"}}`
-		case "tools/list":
-			desc, _ := json.Marshal("started with token " + os.Getenv("TOKEN"))
-			result = `{"tools":[{"name":"read_notes","description":` + string(desc) + `,"inputSchema":{"type":"object"}},` +
-				`{"name":"delete_notes","description":"Delete every note.","inputSchema":{"type":"object"}}]}`
-		default:
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`+"\n", msg.ID)
-			continue
-		}
-		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
-	}
+	desc, _ := json.Marshal("started with token " + os.Getenv("TOKEN"))
+	mcptest.Serve(os.Stdin, os.Stdout, map[string]string{
+		"initialize": `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"test-server","version":"1.2"}}`,
+		"tools/list": `{"tools":[{"name":"read_notes","description":` + string(desc) + `,"inputSchema":{"type":"object"}},` +
+			`{"name":"delete_notes","description":"Delete every note.","inputSchema":{"type":"object"}}]}`,
+	})
 }
 
 // wait runs until cond holds, letting the UI's reads land, or fails.

@@ -1,7 +1,6 @@
 package downstream
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
@@ -30,28 +30,11 @@ func TestMain(m *testing.M) {
 }
 
 func serve() {
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(in.Bytes(), &msg) != nil || msg.ID == nil {
-			continue
-		}
-		var result string
-		switch msg.Method {
-		case "initialize":
-			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"token-server","version":"1.0"}}`
-		case "tools/list":
-			desc, _ := json.Marshal("token " + os.Getenv("TOKEN"))
-			result = `{"tools":[{"name":"whoami","description":` + string(desc) + `,"inputSchema":{"type":"object"}}]}`
-		default:
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`+"\n", msg.ID)
-			continue
-		}
-		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
-	}
+	desc, _ := json.Marshal("token " + os.Getenv("TOKEN"))
+	mcptest.Serve(os.Stdin, os.Stdout, map[string]string{
+		"initialize": `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"token-server","version":"1.0"}}`,
+		"tools/list": `{"tools":[{"name":"whoami","description":` + string(desc) + `,"inputSchema":{"type":"object"}}]}`,
+	})
 }
 
 // fakeSecrets is a keychain in a map.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/app"
+	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
 	"github.com/gatehouse-dev/gatehouse/internal/seed"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -37,29 +38,11 @@ func init() {
 }
 
 func serveMCP() {
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(in.Bytes(), &msg) != nil || msg.ID == nil {
-			continue
-		}
-		var result string
-		switch msg.Method {
-		case "initialize":
-			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"notes","version":"1.0"}}`
-		case "tools/list":
-			result = `{"tools":[{"name":"delete_notes","description":"Delete every note in a folder.","inputSchema":{"type":"object","properties":{"folder":{"type":"string"}}}}]}`
-		case "tools/call":
-			result = `{"content":[{"type":"text","text":"deleted"}]}`
-		default:
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`+"\n", msg.ID)
-			continue
-		}
-		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
-	}
+	mcptest.Serve(os.Stdin, os.Stdout, map[string]string{
+		"initialize": `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"notes","version":"1.0"}}`,
+		"tools/list": `{"tools":[{"name":"delete_notes","description":"Delete every note in a folder.","inputSchema":{"type":"object","properties":{"folder":{"type":"string"}}}}]}`,
+		"tools/call": `{"content":[{"type":"text","text":"deleted"}]}`,
+	})
 }
 
 var (
