@@ -54,25 +54,14 @@ type exportResult struct {
 
 func newExportPage(u *UI) *exportPage {
 	p := &exportPage{u: u}
-	var periods []string
-	for _, c := range timeChoices {
-		periods = append(periods, c.label)
-	}
-	p.period = widget.NewSelect(periods, nil)
+	p.period = widget.NewSelect(timeChoices.labels(), nil)
 	p.period.SetSelected("All time")
 	p.server = widget.NewSelect([]string{allServers}, nil)
 	p.server.SetSelected(allServers)
-	var decisions, statuses []string
-	for _, c := range decisionChoices {
-		decisions = append(decisions, c.label)
-	}
-	for _, c := range statusChoices {
-		statuses = append(statuses, c.label)
-	}
-	p.decision = widget.NewSelect(decisions, nil)
-	p.decision.SetSelected(decisions[0])
-	p.status = widget.NewSelect(statuses, nil)
-	p.status.SetSelected(statuses[0])
+	p.decision = widget.NewSelect(decisionChoices.labels(), nil)
+	p.decision.SetSelected(decisionChoices[0].label)
+	p.status = widget.NewSelect(statusChoices.labels(), nil)
+	p.status.SetSelected(statusChoices[0].label)
 	p.payloads = widget.NewCheck("Include arguments and results (else only their commitments)", nil)
 	p.payloads.SetChecked(true)
 	p.archive = widget.NewCheck("One .tar.gz file instead of a folder", nil)
@@ -175,23 +164,17 @@ func (p *exportPage) refresh() {
 // filter returns the export filter the form chooses, at now.
 func (p *exportPage) filter(now time.Time) receipts.ExportFilter {
 	var f receipts.ExportFilter
-	for _, c := range timeChoices {
-		if c.label == p.period.Selected && c.span > 0 {
-			f.From = now.Add(-c.span)
-		}
+	if span := timeChoices.value(p.period.Selected); span > 0 {
+		f.From = now.Add(-span)
 	}
 	if s := p.server.Selected; s != allServers && s != "" {
 		f.Servers = []string{s}
 	}
-	for _, c := range decisionChoices {
-		if c.label == p.decision.Selected && c.value != "" {
-			f.Decisions = []string{c.value}
-		}
+	if d := decisionChoices.value(p.decision.Selected); d != "" {
+		f.Decisions = []string{d}
 	}
-	for _, c := range statusChoices {
-		if c.label == p.status.Selected && c.value != "" {
-			f.Statuses = []string{c.value}
-		}
+	if s := statusChoices.value(p.status.Selected); s != "" {
+		f.Statuses = []string{s}
 	}
 	return f
 }

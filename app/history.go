@@ -23,22 +23,47 @@ import (
 // searches: typing fast runs one query, not one a key.
 const searchDebounce = 150 * time.Millisecond
 
-// The choices of the history's filters.
+// A choice is one option of a filter: what it reads, and what it selects.
+type choice[T any] struct {
+	label string
+	value T
+}
+
+// choices are the options of one filter, in the order a Select lists them.
+type choices[T any] []choice[T]
+
+func (cs choices[T]) labels() []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.label
+	}
+	return out
+}
+
+// value returns what the option labelled label selects (zero for none).
+func (cs choices[T]) value(label string) T {
+	for _, c := range cs {
+		if c.label == label {
+			return c.value
+		}
+	}
+	var zero T
+	return zero
+}
+
+// The choices of the history's filters (and the export's).
 var (
-	timeChoices = []struct {
-		label string
-		span  time.Duration
-	}{
+	timeChoices = choices[time.Duration]{
 		{"Last hour", time.Hour},
 		{"Last 24 hours", 24 * time.Hour},
 		{"Last 7 days", 7 * 24 * time.Hour},
 		{"Last 30 days", 30 * 24 * time.Hour},
 		{"All time", 0},
 	}
-	decisionChoices = []struct{ label, value string }{
+	decisionChoices = choices[string]{
 		{"Any decision", ""}, {"Allowed", entry.Allow}, {"Denied", entry.Deny}, {"Awaiting approval", entry.ApprovalRequired},
 	}
-	statusChoices = []struct{ label, value string }{
+	statusChoices = choices[string]{
 		{"Any outcome", ""}, {"Succeeded", entry.Succeeded}, {"Failed", entry.Failed}, {"Unknown", entry.Unknown},
 	}
 )
@@ -109,16 +134,8 @@ func newHistoryPage(u *UI) *historyPage {
 	p.search.OnChanged = func(string) { p.typed() }
 	p.search.OnSubmitted = func(string) { p.stopDebounce(); p.reload() }
 
-	var periods []string
-	for _, c := range timeChoices {
-		periods = append(periods, c.label)
-	}
-	p.period = widget.NewSelect(periods, func(s string) {
-		for _, c := range timeChoices {
-			if c.label == s {
-				p.filter.span = c.span
-			}
-		}
+	p.period = widget.NewSelect(timeChoices.labels(), func(s string) {
+		p.filter.span = timeChoices.value(s)
 		p.reload()
 	})
 	p.period.Selected = defaultPeriod
@@ -130,31 +147,16 @@ func newHistoryPage(u *UI) *historyPage {
 		p.reload()
 	})
 	p.server.Selected = allServers
-	var decisions, statuses []string
-	for _, c := range decisionChoices {
-		decisions = append(decisions, c.label)
-	}
-	for _, c := range statusChoices {
-		statuses = append(statuses, c.label)
-	}
-	p.decision = widget.NewSelect(decisions, func(s string) {
-		for _, c := range decisionChoices {
-			if c.label == s {
-				p.filter.decision = c.value
-			}
-		}
+	p.decision = widget.NewSelect(decisionChoices.labels(), func(s string) {
+		p.filter.decision = decisionChoices.value(s)
 		p.reload()
 	})
-	p.decision.Selected = decisions[0]
-	p.status = widget.NewSelect(statuses, func(s string) {
-		for _, c := range statusChoices {
-			if c.label == s {
-				p.filter.status = c.value
-			}
-		}
+	p.decision.Selected = decisionChoices[0].label
+	p.status = widget.NewSelect(statusChoices.labels(), func(s string) {
+		p.filter.status = statusChoices.value(s)
 		p.reload()
 	})
-	p.status.Selected = statuses[0]
+	p.status.Selected = statusChoices[0].label
 	p.all = widget.NewCheck("Every entry", func(on bool) { p.filter.all = on; p.reload() })
 
 	p.chart = newBarChart()
