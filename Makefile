@@ -5,7 +5,7 @@
 #               detector, builds)
 #
 # On Debian/Ubuntu both install what they need when run as root, and otherwise
-# print what is missing and the command that installs it (scripts/deps.sh).
+# print what is missing and the command that installs it (.ci/deps.sh).
 # `make help` lists the other targets; docs/development.md explains them.
 
 SHELL := bash
@@ -52,7 +52,7 @@ ARGS ?=
 # for GL, and its race build would be a second cold build of the driver).
 CORE_PKGS = go list ./... | grep -Ev "^$$(go list -m)/(app|cmd/gatehouse-app)(/|\$$)"
 
-KEYRING := bash scripts/keyring-session.sh
+KEYRING := bash .ci/keyring-session.sh
 
 define heading
 @printf '\n==> %s\n' "$(1)"
@@ -67,7 +67,7 @@ help: ## list the targets
 	@echo
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 	@echo
-	@echo 'Variables: PKG=./store/... RUN=TestName (test-unit), GOTESTFLAGS=-count=1,'
+	@echo 'Variables: PKG=./internal/store/... RUN=TestName (test-unit), GOTESTFLAGS=-count=1,'
 	@echo '           FUZZTIME=30s (fuzz), ARGS=... (run). GOFLAGS always has -tags=gles.'
 
 go-check:
@@ -76,16 +76,16 @@ go-check:
 			'it is looked for on PATH and in /usr/local/go/bin).' >&2; exit 1; }
 
 deps-run:
-	$(call heading,deps: scripts/deps.sh run)
-	@bash scripts/deps.sh run
+	$(call heading,deps: .ci/deps.sh run)
+	@bash .ci/deps.sh run
 
 deps-test:
-	$(call heading,deps: scripts/deps.sh test)
-	@bash scripts/deps.sh test
+	$(call heading,deps: .ci/deps.sh test)
+	@bash .ci/deps.sh test
 
 deps-package:
-	$(call heading,deps: scripts/deps.sh package)
-	@bash scripts/deps.sh package
+	$(call heading,deps: .ci/deps.sh package)
+	@bash .ci/deps.sh package
 
 deps: deps-test ## check/install everything make run and make test need
 
@@ -140,8 +140,8 @@ bench: deps-test build ## bin/gatehouse bench (relay, and governed with 8 proxie
 	$(KEYRING) bin/gatehouse bench
 	$(call heading,bench: bin/gatehouse bench --governed --proxies 8)
 	$(KEYRING) bin/gatehouse bench --governed --proxies 8
-	$(call heading,bench: go test -bench . ./gateway/... ./gate/)
-	$(KEYRING) go test -run '^$$' -bench . -benchtime 2000x ./gateway/... ./gate/
+	$(call heading,bench: go test -bench . ./gateway/... ./cmd/gatehouse/internal/bench/)
+	$(KEYRING) go test -run '^$$' -bench . -benchtime 2000x ./gateway/... ./cmd/gatehouse/internal/bench/
 	$(call heading,bench: go test -bench . ./receipts/... (search builds a million-receipt database once, about 30 min, cached under the temp folder, and the index upgrade one at the earlier schema, as long; the upgrade itself takes about 8 min; GATEHOUSE_BENCH_ENTRIES=1000000 runs export and verify at a million too))
 	$(KEYRING) go test -run '^$$' -bench . -timeout 2h ./receipts/...
 
@@ -172,4 +172,4 @@ clean: ## remove build output (bin/, dist/, failed UI goldens)
 	rm -rf bin/ dist/ app/testdata/failed/
 
 distclean: clean ## clean, and remove the installed npm test peers
-	rm -rf testdata/npm/node_modules/
+	rm -rf cmd/gatehouse/testdata/npm/node_modules/

@@ -14,9 +14,9 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/gatehouse-dev/gatehouse/clients"
-	"github.com/gatehouse-dev/gatehouse/install"
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/app/install"
+	"github.com/gatehouse-dev/gatehouse/gateway/clients"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
 // agentsPage is the Protect my agents view: the MCP clients on this

@@ -9,7 +9,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"github.com/gatehouse-dev/gatehouse/app"
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 

@@ -17,10 +17,10 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 	"github.com/gatehouse-dev/gatehouse/receipts/verify"
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // exportPage is the Export view: choose what goes in a bundle and where,

@@ -15,8 +15,8 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/gatehouse-dev/gatehouse/policy"
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/gateway/policy"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
 // The decisions, as the policy view offers them.

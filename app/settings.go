@@ -20,11 +20,11 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/gatehouse-dev/gatehouse/autostart"
-	"github.com/gatehouse-dev/gatehouse/install"
+	"github.com/gatehouse-dev/gatehouse/app/autostart"
+	"github.com/gatehouse-dev/gatehouse/app/install"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/receipts/verify"
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // The choices of how long proxies wait for an answer.

@@ -13,7 +13,7 @@
 #   macos    Gatehouse-VERSION-macos.dmg, holding Gatehouse.app (run on macOS)
 #
 # VERSION comes from git (packaging/version.sh). The Debian packages this
-# needs are installed by `scripts/deps.sh package`; docs/packaging.md says
+# needs are installed by `.ci/deps.sh package`; docs/packaging.md says
 # what each artifact holds. The binaries are built with -trimpath, and file
 # times inside the archives are the last commit's (SOURCE_DATE_EPOCH).
 set -euo pipefail
@@ -28,7 +28,7 @@ die() {
 }
 need() { # need TOOL PACKAGE
 	command -v "$1" >/dev/null 2>&1 ||
-		die "$1 is not installed" "run scripts/deps.sh package as root, or install the Debian package $2"
+		die "$1 is not installed" "run .ci/deps.sh package as root, or install the Debian package $2"
 }
 
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then

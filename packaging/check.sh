@@ -122,7 +122,7 @@ debian_root() {
 	key=$(printf '%s %s' "$suite" "$deps" | sha256sum | cut -c1-12)
 	tarball=$cache/debian-$suite-minbase-$key.tar
 	if [ ! -s "$tarball" ]; then
-		command -v debootstrap >/dev/null 2>&1 || die "debootstrap is not installed" "run scripts/deps.sh package as root"
+		command -v debootstrap >/dev/null 2>&1 || die "debootstrap is not installed" "run .ci/deps.sh package as root"
 		local mirror=${GATEHOUSE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 		echo "    making a Debian $suite root with $deps (once; cached in $tarball)" >&2
 		local r=$work/debootstrap
@@ -224,7 +224,7 @@ check_rpm() {
 	rpm=$(one 'gatehouse-*.rpm')
 	say "linux: $(basename "$rpm")"
 	if ! command -v rpm >/dev/null 2>&1; then
-		bad "rpm is not installed (scripts/deps.sh package installs it)"
+		bad "rpm is not installed (.ci/deps.sh package installs it)"
 		return
 	fi
 	check "rpm -K: digests" rpm -K --nosignature "$rpm"

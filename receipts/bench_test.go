@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // Benchmarks of the evidence log (docs/performance.md has the figures):

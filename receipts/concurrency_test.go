@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // The test binary doubles as a Gatehouse process appending to a shared

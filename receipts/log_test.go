@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 func newKey(tb testing.TB) ed25519.PrivateKey {

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // legacyLog writes n calls into a new home folder as the previous version

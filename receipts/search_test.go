@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // call appends a receipt and, unless status is "", its outcome.

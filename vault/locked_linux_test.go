@@ -13,7 +13,7 @@ import (
 // A locked keyring: every operation fails with ErrUnavailable and says to
 // unlock it, nothing is written elsewhere, and nothing prompts. The keyring
 // is locked in a keychain session of its own (a nested
-// scripts/keyring-session.sh), since locking the shared one would break the
+// .ci/keyring-session.sh), since locking the shared one would break the
 // tests that run beside this one.
 func TestLockedKeyring(t *testing.T) {
 	if os.Getenv("GATEHOUSE_LOCKED_ROLE") == "1" {

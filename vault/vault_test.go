@@ -14,12 +14,12 @@ import (
 )
 
 // These tests use the real keychain: make test runs them inside a private
-// D-Bus session with gnome-keyring (scripts/keyring-session.sh), under a
+// D-Bus session with gnome-keyring (.ci/keyring-session.sh), under a
 // service name of their own.
 func testVault(t *testing.T) *Vault {
 	t.Helper()
 	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" && os.Getenv("GATEHOUSE_TEST_KEYRING") == "" {
-		t.Fatal("no keychain session: run the tests with make test (or scripts/keyring-session.sh go test ./vault)")
+		t.Fatal("no keychain session: run the tests with make test (or .ci/keyring-session.sh go test ./vault)")
 	}
 	v := New(&Options{Service: "gatehouse-test-" + t.Name()})
 	t.Cleanup(func() { keyring.DeleteAll(v.service) })

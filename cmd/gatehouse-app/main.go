@@ -53,9 +53,9 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 
 	"github.com/gatehouse-dev/gatehouse/app"
-	"github.com/gatehouse-dev/gatehouse/approval"
 	"github.com/gatehouse-dev/gatehouse/assets"
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/gateway/approval"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
 // version is the app's version, set at link time.

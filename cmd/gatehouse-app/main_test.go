@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/app"
-	"github.com/gatehouse-dev/gatehouse/approval"
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/gateway/approval"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
 var screenshots = flag.String("screenshots", "", "save screenshots of the window under Xvfb to this `folder`")

@@ -20,8 +20,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/app"
 	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
 	"github.com/gatehouse-dev/gatehouse/internal/seed"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts"
-	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
@@ -76,7 +76,7 @@ func needKeychain(t *testing.T) string {
 	t.Helper()
 	bus := os.Getenv("DBUS_SESSION_BUS_ADDRESS")
 	if os.Getenv("GATEHOUSE_TEST_KEYRING") != "1" || bus == "" {
-		t.Fatal("this test needs the OS keychain: run it inside scripts/keyring-session.sh (make test does)")
+		t.Fatal("this test needs the OS keychain: run it inside .ci/keyring-session.sh (make test does)")
 	}
 	return bus
 }

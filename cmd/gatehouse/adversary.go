@@ -7,7 +7,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/proof/adversary"
+	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/proof/adversary"
 )
 
 var adversaryServerCmd = &command{

@@ -18,8 +18,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/gatehouse-dev/gatehouse/approval"
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/gateway/approval"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
 var approvalsCmd = &command{

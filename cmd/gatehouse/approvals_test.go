@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/approval"
+	"github.com/gatehouse-dev/gatehouse/gateway/approval"
 )
 
 // shortHome returns a new home folder whose socket path fits the OS's limit

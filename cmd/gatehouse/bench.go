@@ -8,10 +8,10 @@ import (
 	"io"
 	"os"
 
-	"github.com/gatehouse-dev/gatehouse/downstream"
-	"github.com/gatehouse-dev/gatehouse/gateway/bench"
-	"github.com/gatehouse-dev/gatehouse/policy"
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/bench"
+	"github.com/gatehouse-dev/gatehouse/gateway/downstream"
+	"github.com/gatehouse-dev/gatehouse/gateway/policy"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
 var benchCmd = &command{

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -8,8 +8,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/gatehouse-dev/gatehouse/demo"
-	"github.com/gatehouse-dev/gatehouse/proof/adversary"
+	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/demo"
+	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/proof/adversary"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 

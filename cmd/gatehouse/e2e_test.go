@@ -21,13 +21,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/gateway/policy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // These tests run the real gatehouse binary against real MCP servers and
-// clients from npm (pinned in testdata/npm, installed by the test command).
+// clients from npm (pinned in cmd/gatehouse/testdata/npm, installed by the test command).
 
 var gatehouseBin string // built once by TestMain
 
@@ -66,31 +66,15 @@ func (m mainM) Run() int {
 	return m.m.Run()
 }
 
-// repoRoot is the folder holding go.mod.
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("go.mod not found above the test's folder")
-		}
-		dir = parent
-	}
-}
-
 // npmPeers returns the node_modules folder of the pinned test peers.
 func npmPeers(tb testing.TB) string {
 	tb.Helper()
-	nm := filepath.Join(repoRoot(tb), "testdata", "npm", "node_modules")
+	nm, err := filepath.Abs(filepath.Join("testdata", "npm", "node_modules"))
+	if err != nil {
+		tb.Fatal(err)
+	}
 	if _, err := os.Stat(filepath.Join(nm, "@modelcontextprotocol", "inspector")); err != nil {
-		tb.Fatalf("the npm test peers are not installed (%v)\nhint: run 'make test', or: cd testdata/npm && npm ci", err)
+		tb.Fatalf("the npm test peers are not installed (%v)\nhint: run 'make test', or: cd cmd/gatehouse/testdata/npm && npm ci", err)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		tb.Fatal("node is not on PATH; the test peers need Node.js 20 or later")

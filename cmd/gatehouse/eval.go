@@ -9,7 +9,7 @@ import (
 	"os"
 	"regexp"
 
-	"github.com/gatehouse-dev/gatehouse/proof"
+	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/proof"
 )
 
 var evalCmd = &command{

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // needKeychain skips a test that opens the evidence log (its key lives in
@@ -21,7 +21,7 @@ import (
 func needKeychain(tb testing.TB) {
 	tb.Helper()
 	if runtime.GOOS == "linux" && os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
-		tb.Skip("no D-Bus session bus for the keychain: run under scripts/keyring-session.sh (make test does)")
+		tb.Skip("no D-Bus session bus for the keychain: run under .ci/keyring-session.sh (make test does)")
 	}
 }
 

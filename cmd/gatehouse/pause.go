@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gate"
+	"github.com/gatehouse-dev/gatehouse/gateway/gate"
 )
 
 var pauseCmd = &command{

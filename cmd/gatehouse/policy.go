@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/policy"
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/gateway/policy"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
 const policyHelp = `

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/proof"
+	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/proof"
 )
 
 // The demo runs headless, with no keychain session at all, and every step

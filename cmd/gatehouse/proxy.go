@@ -5,18 +5,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/downstream"
+	"github.com/gatehouse-dev/gatehouse/gateway/downstream"
 	"io"
 	"log/slog"
 	"os"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/approval"
-	"github.com/gatehouse-dev/gatehouse/gate"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/gateway/approval"
+	"github.com/gatehouse-dev/gatehouse/gateway/gate"
+	"github.com/gatehouse-dev/gatehouse/gateway/policy"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts"
-	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 

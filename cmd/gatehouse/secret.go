@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 

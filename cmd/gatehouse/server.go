@@ -6,7 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/downstream"
+	"github.com/gatehouse-dev/gatehouse/gateway/downstream"
 	"io"
 	"maps"
 	"path/filepath"
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gate"
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/gateway/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
 // TestProxyTakesTheHomesSettings: what the tray app's Settings set applies

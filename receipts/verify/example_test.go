@@ -19,10 +19,10 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 	"github.com/gatehouse-dev/gatehouse/receipts/verify"
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 var update = flag.Bool("update", false, "write testdata/example again, from a new log")

@@ -20,10 +20,10 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 	"github.com/gatehouse-dev/gatehouse/receipts/verify"
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // These tests verify bundles exported from real logs (receipts.Open on a

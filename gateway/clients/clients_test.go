@@ -1,0 +1,652 @@
+package clients
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/gatehouse-dev/gatehouse/internal/store"
+	"github.com/gatehouse-dev/gatehouse/vault"
+)
+
+// fakeKeychain keeps secrets in memory, as the OS keychain would.
+type fakeKeychain struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (k *fakeKeychain) Secret(id string) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.m[id]
+	if !ok {
+		return "", fmt.Errorf("secret %s: %w", id, vault.ErrNotFound)
+	}
+	return v, nil
+}
+
+func (k *fakeKeychain) SetSecret(id, value string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[string]string{}
+	}
+	k.m[id] = value
+	return nil
+}
+
+func (k *fakeKeychain) DeleteSecret(id string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.m[id]; !ok {
+		return fmt.Errorf("secret %s: %w", id, vault.ErrNotFound)
+	}
+	delete(k.m, id)
+	return nil
+}
+
+func (k *fakeKeychain) len() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.m)
+}
+
+const testExe = "/opt/gatehouse/bin/gatehouse"
+
+// A machine is a user's home folder laid out as goos lays it out, with
+// Gatehouse's store and a keychain.
+type machine struct {
+	t       *testing.T
+	env     Env
+	home    string
+	st      *store.Store
+	kc      *fakeKeychain
+	m       *Manager
+	running bool
+}
+
+// programs the fake PATH holds.
+var programs = map[string]map[string]string{
+	"linux": {
+		"npx": "/usr/bin/npx", "node": "/usr/bin/node", "python": "/usr/bin/python",
+		"uvx": "/home/dev/.local/bin/uvx",
+	},
+	"darwin": {"npx": "/opt/homebrew/bin/npx", "node": "/opt/homebrew/bin/node"},
+	"windows": {
+		"npx": `C:\Program Files\nodejs\npx.cmd`, "node": `C:\Program Files\nodejs\node.exe`,
+	},
+}
+
+var absPrograms = []string{"/usr/local/bin/tools-mcp", "/usr/local/bin/docs-mcp", `C:\Program Files\nodejs\node.exe`, "/opt/mcp/bin/server"}
+
+func newMachine(t *testing.T, goos string) *machine {
+	t.Helper()
+	return newMachineTB(t, t, goos)
+}
+
+// newMachineB is a Linux machine for benchmarks.
+func newMachineB(b *testing.B) *machine {
+	b.Helper()
+	return newMachineTB(b, nil, "linux")
+}
+
+func newMachineTB(tb testing.TB, t *testing.T, goos string) *machine {
+	mc := &machine{t: t, home: tb.TempDir(), kc: &fakeKeychain{}}
+	mc.env = Env{GOOS: goos, Home: mc.home, Cwd: mc.home, Path: "/usr/local/bin:/usr/bin:/bin"}
+	if goos == "windows" {
+		mc.env.AppData = filepath.Join(mc.home, "AppData", "Roaming")
+		mc.env.LocalAppData = filepath.Join(mc.home, "AppData", "Local")
+		mc.env.Path = `C:\Program Files\nodejs;C:\Windows\system32`
+	}
+	mc.env.LookPath = func(file, path string) (string, error) {
+		if isAbs(goos, file) {
+			if slices.Contains(absPrograms, file) {
+				return file, nil
+			}
+			return "", fmt.Errorf("%s: %w", file, errNoCommand)
+		}
+		if p, ok := programs[goos][file]; ok {
+			return p, nil
+		}
+		return "", fmt.Errorf("%s: not on PATH: %w", file, errNoCommand)
+	}
+	mc.env.Running = func(ID) (bool, time.Time, error) { return mc.running, time.Time{}, nil }
+	mc.env.Tracked = func(string) bool { return false }
+	ctx := context.Background()
+	st, err := store.Open(ctx, tb.TempDir(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	mc.st = st
+	mc.m, err = New(ctx, st, &Options{Env: &mc.env, Keychain: mc.kc, Executable: testExe})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mc
+}
+
+// place copies a fixture to path in the machine's home and returns its bytes.
+func (mc *machine) place(fixture, path string) []byte {
+	mc.t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", fixture))
+	if err != nil {
+		mc.t.Fatal(err)
+	}
+	mc.write(path, data)
+	return data
+}
+
+func (mc *machine) write(path string, data []byte) {
+	mc.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		mc.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o640); err != nil {
+		mc.t.Fatal(err)
+	}
+}
+
+func (mc *machine) read(path string) []byte {
+	mc.t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		mc.t.Fatal(err)
+	}
+	return data
+}
+
+func (mc *machine) govern(sel Selection) *Plan {
+	mc.t.Helper()
+	ctx := context.Background()
+	pl, err := mc.m.PlanGovern(ctx, sel)
+	if err != nil {
+		mc.t.Fatalf("PlanGovern: %v", err)
+	}
+	if err := mc.m.Apply(ctx, pl); err != nil {
+		mc.t.Fatalf("Apply(govern): %v", err)
+	}
+	return pl
+}
+
+func (mc *machine) undo(sel Selection) *Plan {
+	mc.t.Helper()
+	ctx := context.Background()
+	pl, err := mc.m.PlanUndo(ctx, sel)
+	if err != nil {
+		mc.t.Fatalf("PlanUndo: %v", err)
+	}
+	if err := mc.m.Apply(ctx, pl); err != nil {
+		mc.t.Fatalf("Apply(undo): %v", err)
+	}
+	return pl
+}
+
+// entries returns the client's entries by name (file and scope prefixed
+// when a name is in several places).
+func (mc *machine) entries(id ID) map[string]Entry {
+	mc.t.Helper()
+	cs, err := mc.m.Scan(context.Background())
+	if err != nil {
+		mc.t.Fatal(err)
+	}
+	out := map[string]Entry{}
+	for _, c := range cs {
+		if c.ID != id {
+			continue
+		}
+		for _, f := range c.Files {
+			if f.Err != nil {
+				mc.t.Fatalf("%s: %v", f.Path, f.Err)
+			}
+			for _, e := range f.Entries {
+				out[e.Name] = e
+			}
+		}
+	}
+	return out
+}
+
+func (mc *machine) servers() []store.Server {
+	mc.t.Helper()
+	s, err := mc.st.Servers(context.Background())
+	if err != nil {
+		mc.t.Fatal(err)
+	}
+	return s
+}
+
+// rest is a config file's meaning without the named entries.
+func rest(t *testing.T, sp *spec, data []byte, prefixes [][]string, drop []string) any {
+	t.Helper()
+	if sp.format == formatTOML {
+		var v map[string]any
+		if _, err := toml.Decode(string(data), &v); err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		if s, ok := v["mcp_servers"].(map[string]any); ok {
+			for _, d := range drop {
+				delete(s, d)
+			}
+		}
+		return v
+	}
+	n, err := parseJSON(data, sp.format == formatJSONC)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	v := n.plain(data)
+	for _, prefix := range prefixes {
+		obj := v.(map[string]any)
+		for _, k := range prefix {
+			next, ok := obj[k].(map[string]any)
+			if !ok {
+				obj = nil
+				break
+			}
+			obj = next
+		}
+		for _, d := range drop {
+			delete(obj, d)
+		}
+	}
+	return v
+}
+
+type roundTrip struct {
+	name     string
+	goos     string
+	client   ID
+	fixture  string
+	path     func(mc *machine) string
+	prefix   [][]string        // where the servers are
+	secrets  []string          // values that must leave the file
+	governed []string          // entries governed
+	skipped  map[string]string // entry → part of the reason it is not
+}
+
+var roundTrips = []roundTrip{
+	{
+		name: "claude code", goos: "linux", client: ClaudeCode, fixture: "claude.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".claude.json") },
+		prefix:   [][]string{{"mcpServers"}, {"projects", "/home/dev/src/webapp", "mcpServers"}},
+		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000a1", "sntrys_testNOTREAL_abcdefghijklmnop"},
+		governed: []string{"github", "sentry", "shell-env", "postgres", "données"},
+		skipped: map[string]string{
+			"linear":  "SSE transport",
+			"missing": "not found",
+		},
+	},
+	{
+		name: "claude desktop, linux", goos: "linux", client: ClaudeDesktop, fixture: "claude_desktop_config.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, ".config", "Claude", "claude_desktop_config.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"BSAtestNOTrealKEY0123456789"},
+		governed: []string{"filesystem", "brave-search"},
+		skipped: map[string]string{
+			"ant.dir.gh.anthropic.pdf-tools": "extension",
+			"remote-notes":                   "does not read remote servers",
+		},
+	},
+	{
+		name: "claude desktop, macOS", goos: "darwin", client: ClaudeDesktop, fixture: "claude_desktop_config.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, "Library", "Application Support", "Claude", "claude_desktop_config.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"BSAtestNOTrealKEY0123456789"},
+		governed: []string{"filesystem", "brave-search"},
+	},
+	{
+		name: "claude desktop, windows", goos: "windows", client: ClaudeDesktop, fixture: "claude_desktop_windows.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.env.AppData, "Claude", "claude_desktop_config.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"github_pat_testNOTREAL_0123456789abcdefABCDEF"},
+		governed: []string{"filesystem", "git hub (work)"},
+	},
+	{
+		name: "claude desktop, windows store", goos: "windows", client: ClaudeDesktop, fixture: "claude_desktop_windows.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.env.LocalAppData, "Packages", "Claude_pzs8sxrjxfjjc", "LocalCache", "Roaming", "Claude", "claude_desktop_config.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"github_pat_testNOTREAL_0123456789abcdefABCDEF"},
+		governed: []string{"filesystem", "git hub (work)"},
+	},
+	{
+		name: "zed", goos: "linux", client: Zed, fixture: "zed_settings.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".config", "zed", "settings.json") },
+		prefix:   [][]string{{"context_servers"}},
+		secrets:  []string{"sk-testNOTreal0123456789abcdef"},
+		governed: []string{"mcp-server-tools", "legacy-server"},
+		skipped:  map[string]string{"postgres-context-server": "Zed extension"},
+	},
+	{
+		name: "codex", goos: "linux", client: Codex, fixture: "codex_config.toml",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".codex", "config.toml") },
+		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000c3", "xoxb-testNOTreal-0123456789", "figd_testNOTreal0123456789"},
+		governed: []string{"github", "docs server", "figma"},
+		skipped:  map[string]string{"notion": "bearer_token_env_var"},
+	},
+	{
+		name: "vscode", goos: "linux", client: VSCode, fixture: "vscode_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".config", "Code", "User", "mcp.json") },
+		prefix:   [][]string{{"servers"}},
+		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000d4"},
+		governed: []string{"Perplexity", "fetch", "github-remote"},
+		skipped:  map[string]string{"workspace-files": "${workspaceFolder}"},
+	},
+	{
+		name: "vscode, windows", goos: "windows", client: VSCode, fixture: "vscode_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.env.AppData, "Code", "User", "mcp.json") },
+		prefix:   [][]string{{"servers"}},
+		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000d4"},
+		governed: []string{"Perplexity", "github-remote"},
+		skipped:  map[string]string{"fetch": "uvx", "workspace-files": "${workspaceFolder}"},
+	},
+	{
+		name: "cursor", goos: "linux", client: Cursor, fixture: "cursor_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".cursor", "mcp.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"sk_test_testNOTreal0123456789abcdef", "ctx7sk-testNOTreal-0123456789"},
+		governed: []string{"stripe", "context7"},
+		skipped:  map[string]string{"leaky": "argument 3 looks like a secret"},
+	},
+	{
+		name: "windsurf", goos: "linux", client: Windsurf, fixture: "windsurf_mcp_config.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".codeium", "windsurf", "mcp_config.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"xoxb-testNOTreal-0123456789-abcdef"},
+		governed: []string{"slack", "deepwiki"},
+	},
+	{
+		name: "gemini", goos: "linux", client: GeminiCLI, fixture: "gemini_settings.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".gemini", "settings.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"AIzaTestNOTreal0123456789abcdefghijk", "testNOTreal-0123456789"},
+		governed: []string{"pythonTools", "httpServer"},
+		skipped:  map[string]string{"sseServer": "SSE"},
+	},
+}
+
+// Governing then undoing gives back the original bytes; governing twice
+// changes nothing the second time; no other key moves; no secret of a
+// governed entry stays in the file.
+func TestRoundTrip(t *testing.T) {
+	for _, tc := range roundTrips {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			mc := newMachine(t, tc.goos)
+			path := tc.path(mc)
+			orig := mc.place(tc.fixture, path)
+			sp := specs[tc.client]
+
+			before := mc.entries(tc.client)
+			for name, why := range tc.skipped {
+				if e, ok := before[name]; !ok {
+					t.Errorf("entry %s not found", name)
+				} else if e.State != Unsupported && e.State != Extension && e.State != NotGoverned {
+					t.Errorf("%s: state %s before governing", name, e.State)
+				}
+				_ = why
+			}
+
+			pl := mc.govern(Selection{Clients: []ID{tc.client}})
+			if len(pl.Files) != 1 {
+				t.Fatalf("plan has %d files, want 1", len(pl.Files))
+			}
+			for _, s := range tc.secrets {
+				if strings.Contains(pl.Files[0].Diff, s) {
+					t.Errorf("the diff shows secret %s", s)
+				}
+			}
+			if !strings.Contains(pl.Files[0].Diff, "+") || !strings.Contains(pl.Files[0].Diff, "proxy") {
+				t.Errorf("diff:\n%s", pl.Files[0].Diff)
+			}
+			governed := mc.read(path)
+			if bytes.Equal(governed, orig) {
+				t.Fatal("govern wrote nothing")
+			}
+			for _, s := range tc.secrets {
+				if bytes.Contains(governed, []byte(s)) {
+					t.Errorf("secret %s is still in the file:\n%s", s, governed)
+				}
+				if bytes.Contains(mc.read(filepath.Join(mc.st.Dir(), DatabaseFileForTest)), []byte(s)) {
+					t.Errorf("secret %s is in Gatehouse's database", s)
+				}
+			}
+			fi, err := os.Stat(path)
+			if err != nil || fi.Mode().Perm() != 0o640 {
+				t.Errorf("mode after govern: %v, %v; want 0640", fi.Mode(), err)
+			}
+			after := mc.entries(tc.client)
+			for _, name := range tc.governed {
+				e := after[name]
+				if e.State != Governed || e.Server == "" {
+					t.Errorf("%s: state %q server %q detail %q, want governed", name, e.State, e.Server, e.Detail)
+				}
+			}
+			for name, why := range tc.skipped {
+				e := after[name]
+				if e.State == Governed {
+					t.Errorf("%s governed, want left alone", name)
+				}
+				var reason string
+				for _, r := range pl.Results {
+					if r.Name == name {
+						reason = r.Skipped
+					}
+				}
+				if !strings.Contains(reason, why) {
+					t.Errorf("%s: skipped because %q, want it to mention %q", name, reason, why)
+				}
+			}
+			// No other key moved.
+			names := tc.governed
+			if a, b := rest(t, sp, orig, tc.prefix, names), rest(t, sp, governed, tc.prefix, names); !reflect.DeepEqual(a, b) {
+				t.Errorf("the rest of the file changed:\nbefore: %v\nafter:  %v", a, b)
+			}
+			// The secrets went to the keychain, and the servers are registered
+			// with absolute commands.
+			for _, s := range tc.secrets {
+				found := false
+				for _, v := range mc.kc.m {
+					if strings.Contains(v, s) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("secret %s is not in the keychain", s)
+				}
+			}
+			for _, srv := range mc.servers() {
+				if srv.Transport == store.TransportStdio && !isAbs(tc.goos, srv.Command) {
+					t.Errorf("server %s: command %q is not absolute", srv.Name, srv.Command)
+				}
+			}
+
+			// Twice: nothing more to do, nothing written.
+			pl2, err := mc.m.PlanGovern(context.Background(), Selection{Clients: []ID{tc.client}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pl2.Files) != 0 {
+				t.Errorf("governing twice plans changes:\n%s", pl2.Files[0].Diff)
+			}
+			if err := mc.m.Apply(context.Background(), pl2); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(mc.read(path), governed) {
+				t.Error("governing twice changed the file")
+			}
+
+			// Undo: the original bytes, nothing left behind.
+			upl := mc.undo(Selection{Clients: []ID{tc.client}})
+			if got := mc.read(path); !bytes.Equal(got, orig) {
+				t.Errorf("after undo the file differs:\n%s", unifiedDiff(path, orig, got, []edit{wholeChange(orig, got)}, nil))
+			}
+			if len(upl.Files) != 1 || !strings.Contains(upl.Files[0].Diff, "-") {
+				t.Errorf("undo plan: %+v", upl.Files)
+			}
+			for _, s := range tc.secrets {
+				if strings.Contains(upl.Files[0].Diff, s) {
+					t.Errorf("the undo diff shows secret %s", s)
+				}
+			}
+			if s := mc.servers(); len(s) != 0 {
+				t.Errorf("servers left after undo: %v", s)
+			}
+			if n := mc.kc.len(); n != 0 {
+				t.Errorf("%d secrets left in the keychain after undo", n)
+			}
+			for name, e := range mc.entries(tc.client) {
+				if e.State == Governed || e.Drift() {
+					t.Errorf("%s: %s after undo", name, e.State)
+				}
+			}
+		})
+	}
+}
+
+const DatabaseFileForTest = store.DatabaseFile
+
+func TestGovernedEntries(t *testing.T) {
+	t.Parallel()
+	mc := newMachine(t, "linux")
+	path := filepath.Join(mc.home, ".claude.json")
+	mc.place("claude.json", path)
+	mc.govern(Selection{Clients: []ID{ClaudeCode}})
+	p, err := parseFile(specs[ClaudeCode], path, mc.read(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(loc ...string) string {
+		src, err := locate(p, loc)
+		if err != nil || src == nil {
+			t.Fatalf("%v: %v", loc, err)
+		}
+		return string(p.data[src.span[0]:src.span[1]])
+	}
+	// Claude Code's own layout (JSON.stringify, two spaces), the type
+	// kept, the server's name kept, the client named.
+	want := `{
+      "type": "stdio",
+      "command": "/opt/gatehouse/bin/gatehouse",
+      "args": [
+        "proxy",
+        "--client",
+        "claude-code",
+        "github"
+      ]
+    }`
+	if got := get("mcpServers", "github"); got != want {
+		t.Errorf("github entry:\n%s\nwant:\n%s", got, want)
+	}
+	// Variables Claude Code expands stay with it.
+	if got := get("mcpServers", "shell-env"); !strings.Contains(got, `"API_TOKEN": "${MY_API_TOKEN}"`) || strings.Contains(got, "LOG_LEVEL") {
+		t.Errorf("shell-env entry:\n%s", got)
+	}
+	// A remote server becomes a stdio entry of the same shape.
+	if got := get("mcpServers", "sentry"); !strings.Contains(got, `"type": "stdio"`) || strings.Contains(got, "url") {
+		t.Errorf("sentry entry:\n%s", got)
+	}
+	// A Unicode name keeps its name in the file, and gets a valid server name.
+	if got := get("projects", "/home/dev/src/webapp", "mcpServers", "données"); !strings.Contains(got, `"donnees"`) {
+		t.Errorf("données entry:\n%s", got)
+	}
+	ctx := context.Background()
+	gh, err := mc.st.Server(ctx, "github")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gh.Command != "/usr/bin/npx" || !slices.Equal(gh.Args, []string{"-y", "@modelcontextprotocol/server-github"}) ||
+		gh.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "vault://secret/github.GITHUB_PERSONAL_ACCESS_TOKEN" {
+		t.Errorf("github registered as %+v", gh)
+	}
+	if v, _ := mc.kc.Secret("github.GITHUB_PERSONAL_ACCESS_TOKEN"); v != "ghp_testTOKENnotREAL0000000000000000a1" {
+		t.Errorf("keychain holds %q", v)
+	}
+	ids, _ := mc.st.SecretIDs(ctx)
+	if len(ids) == 0 {
+		t.Error("the store does not list the secrets it moved (gatehouse secret ls would not show them)")
+	}
+	sentry, err := mc.st.Server(ctx, "sentry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sentry.Transport != store.TransportHTTP || sentry.URL != "https://mcp.sentry.dev/mcp" ||
+		sentry.Headers["Authorization"] != "vault://secret/sentry.Authorization" {
+		t.Errorf("sentry registered as %+v", sentry)
+	}
+	shell, _ := mc.st.Server(ctx, "shell-env")
+	if _, ok := shell.Env["API_TOKEN"]; ok || shell.Env["LOG_LEVEL"] != "debug" {
+		t.Errorf("shell-env registered with env %v", shell.Env)
+	}
+	// uvx lives outside the system folders: its folder goes on PATH.
+	donnees, _ := mc.st.Server(ctx, "donnees")
+	if !strings.HasPrefix(donnees.Env["PATH"], "/home/dev/.local/bin:") {
+		t.Errorf("donnees PATH = %q", donnees.Env["PATH"])
+	}
+}
+
+func TestHomeArgument(t *testing.T) {
+	t.Parallel()
+	mc := newMachine(t, "linux")
+	m, err := New(context.Background(), mc.st, &Options{Env: &mc.env, Keychain: mc.kc, Executable: testExe, Home: "/tmp/gh home"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc.m = m
+	path := filepath.Join(mc.home, ".cursor", "mcp.json")
+	mc.place("cursor_mcp.json", path)
+	mc.govern(Selection{Clients: []ID{Cursor}, Servers: []string{"stripe"}})
+	if got := string(mc.read(path)); !strings.Contains(got, `"args": ["--home", "/tmp/gh home", "proxy", "--client", "cursor", "stripe"]`) {
+		t.Errorf("governed file:\n%s", got)
+	}
+	// Only the named entry.
+	if e := mc.entries(Cursor); e["context7"].State != NotGoverned || e["stripe"].State != Governed {
+		t.Errorf("states: %+v", e)
+	}
+}
+
+func TestWindowsEntry(t *testing.T) {
+	t.Parallel()
+	mc := newMachine(t, "windows")
+	path := filepath.Join(mc.env.AppData, "Claude", "claude_desktop_config.json")
+	mc.place("claude_desktop_windows.json", path)
+	mc.govern(Selection{})
+	got := string(mc.read(path))
+	// CRLF kept, four-space indentation kept, the name with spaces kept.
+	for _, want := range []string{
+		"        \"git hub (work)\": {\r\n            \"command\": \"/opt/gatehouse/bin/gatehouse\",\r\n",
+		"\"git-hub-work\"",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("governed file lacks %q:\n%s", want, got)
+		}
+	}
+	fs, err := mc.st.Server(context.Background(), "filesystem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs.Command != `C:\Program Files\nodejs\npx.cmd` || fs.Args[3] != `D:\Projekte\Übersicht` {
+		t.Errorf("filesystem registered as %+v", fs)
+	}
+	if fs.Env["PATH"] != `C:\Program Files\nodejs;C:\Windows\system32` {
+		t.Errorf("PATH = %q", fs.Env["PATH"])
+	}
+}
