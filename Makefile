@@ -72,7 +72,7 @@ help: ## list the targets
 
 go-check:
 	@command -v go >/dev/null 2>&1 || { \
-		echo 'gatehouse: Go is not installed: Go 1.26 or later is needed (https://go.dev/dl/;' \
+		echo 'gatehouse: Go is not installed: Go 1.26.8 or later is needed (https://go.dev/dl/;' \
 			'it is looked for on PATH and in /usr/local/go/bin).' >&2; exit 1; }
 
 deps-run:
@@ -97,13 +97,14 @@ build: go-check ## build bin/gatehouse (CLI and proxy) and bin/gatehouse-app
 	$(call heading,build: bin/gatehouse bin/gatehouse-app ($(VERSION)))
 	CGO_ENABLED=1 go build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/gatehouse ./cmd/gatehouse-app
 
-test: deps-test vet staticcheck test-unit test-race build-check ## run every test: deps, vet, staticcheck, go test, -race, builds
+test: deps-test vet staticcheck test-unit test-race build-check ## run every test: deps, go mod tidy -diff, gofmt, vet, staticcheck, go test, -race, builds
 	$(call heading,test: all steps passed)
 
-lint: vet staticcheck ## go vet and staticcheck
+lint: vet staticcheck ## go mod tidy -diff, gofmt, go vet and staticcheck
 
 vet: go-check
-	$(call heading,lint: gofmt -l . and go vet ./...)
+	$(call heading,lint: go mod tidy -diff, gofmt -l . and go vet ./...)
+	@go mod tidy -diff >/dev/null || { echo 'go.mod or go.sum is not tidy: run go mod tidy (go mod tidy -diff shows the change)' >&2; exit 1; }
 	@unformatted=$$(gofmt -l $$(go list -f '{{.Dir}}' ./...)); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt'd (run gofmt -w):" $$unformatted >&2; exit 1; fi
 	CGO_ENABLED=1 go vet ./...

@@ -23,7 +23,7 @@ run | test | package) ;;
 	;;
 esac
 
-GO_MIN=1.26
+GO_MIN=1.26.8
 NODE_MIN=20
 
 # Debian packages. run: the cgo build of the Fyne GL driver, and Mesa to draw.
