@@ -103,7 +103,7 @@ test: deps-test vet staticcheck test-unit test-race build-check ## run every tes
 lint: vet staticcheck ## go mod tidy -diff, gofmt, go vet and staticcheck
 
 vet: go-check
-	$(call heading,lint: go mod tidy -diff, gofmt -l . and go vet ./...)
+	$(call heading,lint: go mod tidy -diff; gofmt -l .; go vet ./...)
 	@go mod tidy -diff >/dev/null || { echo 'go.mod or go.sum is not tidy: run go mod tidy (go mod tidy -diff shows the change)' >&2; exit 1; }
 	@unformatted=$$(gofmt -l $$(go list -f '{{.Dir}}' ./...)); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt'd (run gofmt -w):" $$unformatted >&2; exit 1; fi
