@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gatehouse-dev/gatehouse/internal/filelock"
 )
 
 // SocketFile is the approver's socket's name in the home folder.
@@ -65,16 +67,18 @@ func Listen(path string) (*Listener, error) {
 	}
 
 	pid := pidPath(path)
-	lock, err := lockFile(pid)
-	if errors.Is(err, errLocked) {
+	// The lock dies with its process: a crashed approver never blocks the
+	// next one.
+	lock, err := filelock.TryLock(pid)
+	if errors.Is(err, filelock.ErrLocked) {
 		return nil, running(pid)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listen for approvals: lock %s: %w", pid, err)
+		return nil, fmt.Errorf("listen for approvals: %w", err)
 	}
 	l, err := listen(path, pid)
 	if err != nil {
-		unlockFile(lock)
+		lock.Close()
 		return nil, err
 	}
 	l.lock = lock
@@ -137,7 +141,7 @@ func (l *Listener) Close() error {
 			// Emptied, not removed: removing a locked file would let two
 			// approvers lock two different files of the same name.
 			l.lock.Truncate(0)
-			unlockFile(l.lock)
+			l.lock.Close()
 		}
 	})
 	return l.err

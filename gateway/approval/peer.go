@@ -1,14 +1,10 @@
 package approval
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 )
-
-// errLocked is lockFile's answer while another process holds the lock.
-var errLocked = errors.New("locked")
 
 // sameUser is the peer check: the other end of the socket must run as the
 // user this process runs as. Root is another user too.

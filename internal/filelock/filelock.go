@@ -5,9 +5,36 @@ package filelock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 )
+
+// ErrLocked is TryLock's answer while another holder has the lock.
+var ErrLocked = errors.New("locked by another process")
+
+// TryLock opens the file at path (creating it, mode 0600) and takes its lock
+// without waiting, for as long as the returned file stays open: closing it,
+// or the end of the process, lets go. It returns [ErrLocked] while another
+// process, or another open of the file in this one, holds it. The lock
+// covers none of the file's content, so others may read what the holder
+// writes there (a process id, say). Where the system has no file locks
+// ([Supported] is false) the file is returned open and unlocked.
+func TryLock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	ok, err := tryLock(f)
+	if err != nil || !ok {
+		f.Close()
+		if err == nil {
+			err = ErrLocked
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
 
 // A Mutex is an exclusive lock on a file, shared with every process that
 // locks the same path, and with the goroutines of this one that use this

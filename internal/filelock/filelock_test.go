@@ -135,3 +135,37 @@ func BenchmarkLock(b *testing.B) {
 		unlock()
 	}
 }
+
+// TryLock holds the lock for as long as its file is open, without waiting,
+// against another TryLock and a Mutex alike; what the holder writes stays
+// readable.
+func TestTryLock(t *testing.T) {
+	if !Supported {
+		t.Skip("no file locks on this system")
+	}
+	path := filepath.Join(t.TempDir(), "x.pid")
+	f, err := TryLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("42\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TryLock(path); !errors.Is(err, ErrLocked) {
+		t.Fatalf("TryLock while held = %v, want ErrLocked", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := New(path).Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Mutex.Lock while TryLock holds = %v, want it to wait", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "42\n" {
+		t.Fatalf("reading the held file = %q, %v", b, err)
+	}
+	f.Close()
+	g, err := TryLock(path)
+	if err != nil {
+		t.Fatalf("TryLock after the holder closed = %v", err)
+	}
+	g.Close()
+}

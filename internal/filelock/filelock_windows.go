@@ -20,12 +20,17 @@ func tryLock(f *os.File) (bool, error) {
 
 func waitLock(f *os.File) error { return lockFileEx(f, windows.LOCKFILE_EXCLUSIVE_LOCK) }
 
+// Windows locks byte ranges, and a locked range cannot be read by anyone
+// else: the lock is on one byte far beyond any content (locking past the end
+// of a file is allowed), so a pid file stays readable.
+const lockOffsetHigh = 0x7fffffff
+
 func unlockFile(f *os.File) {
-	var ol windows.Overlapped
+	ol := windows.Overlapped{OffsetHigh: lockOffsetHigh}
 	windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &ol)
 }
 
 func lockFileEx(f *os.File, flags uint32) error {
-	var ol windows.Overlapped
+	ol := windows.Overlapped{OffsetHigh: lockOffsetHigh}
 	return windows.LockFileEx(windows.Handle(f.Fd()), flags, 0, 1, 0, &ol)
 }
