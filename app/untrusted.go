@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/approval"
+	"github.com/gatehouse-dev/gatehouse/internal/linediff"
 )
 
 // Everything in an approval request except the server's name comes from an
@@ -147,19 +147,19 @@ type diffLine struct {
 	from, to int
 }
 
-// diffLines returns a line diff of a and b ([approval.DiffLines]) with runs
+// diffLines returns a line diff of a and b ([linediff.Lines]) with runs
 // of more than 2*context unchanged lines shortened to context lines on each
 // side of a change. A removed line directly followed by an added one is
 // paired with it, and both mark the words that differ.
 func diffLines(a, b []string, context int) []diffLine {
-	d := approval.DiffLines(a, b)
+	d := linediff.Lines(a, b)
 	out := make([]diffLine, len(d))
 	for i, l := range d {
 		op := same
 		switch l.Op {
-		case approval.Removed:
+		case linediff.Removed:
 			op = removed
-		case approval.Added:
+		case linediff.Added:
 			op = added
 		}
 		out[i] = diffLine{op: op, text: l.Text}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/approval"
+	"github.com/gatehouse-dev/gatehouse/internal/linediff"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
@@ -462,10 +463,10 @@ func prettyLines(raw json.RawMessage) []string {
 	return strings.Split(clean(buf.String()), "\n")
 }
 
-// diffLines renders a line diff of a and b ([approval.DiffLines]).
+// diffLines renders a line diff of a and b ([linediff.Lines]).
 func diffLines(a, b []string) string {
 	var out strings.Builder
-	for _, l := range approval.DiffLines(a, b) {
+	for _, l := range linediff.Lines(a, b) {
 		out.WriteString([...]string{"    ", "  - ", "  + "}[l.Op] + l.Text + "\n")
 	}
 	return out.String()

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/internal/linediff"
 )
 
 // diffContext is how many unchanged lines a hunk shows around a change.
@@ -76,15 +78,17 @@ func unifiedDiff(path string, old, new []byte, edits []edit, masks []string) str
 			oldCount++
 			newCount++
 		}
-		for _, d := range lineDiff(a, bl) {
-			body = append(body, d)
-			switch d[0] {
-			case ' ':
+		for _, d := range linediff.Lines(a, bl) {
+			switch d.Op {
+			case linediff.Same:
+				body = append(body, " "+d.Text)
 				oldCount++
 				newCount++
-			case '-':
+			case linediff.Removed:
+				body = append(body, "-"+d.Text)
 				oldCount++
-			case '+':
+			case linediff.Added:
+				body = append(body, "+"+d.Text)
 				newCount++
 			}
 		}
@@ -171,48 +175,4 @@ func splitLines(b []byte) []string {
 		parts[i] = strings.TrimSuffix(strings.TrimSuffix(p, "\n"), "\r")
 	}
 	return parts
-}
-
-// lineDiff returns a's lines turned into b's as diff lines (" ", "-", "+"),
-// by their longest common subsequence.
-func lineDiff(a, b []string) []string {
-	var out []string
-	if len(a)*len(b) > 1<<20 {
-		for _, l := range a {
-			out = append(out, "-"+l)
-		}
-		for _, l := range b {
-			out = append(out, "+"+l)
-		}
-		return out
-	}
-	lcs := make([][]int32, len(a)+1)
-	for i := range lcs {
-		lcs[i] = make([]int32, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case i < len(a) && j < len(b) && a[i] == b[j]:
-			out = append(out, " "+a[i])
-			i++
-			j++
-		case j == len(b) || i < len(a) && lcs[i+1][j] >= lcs[i][j+1]:
-			out = append(out, "-"+a[i])
-			i++
-		default:
-			out = append(out, "+"+b[j])
-			j++
-		}
-	}
-	return out
 }

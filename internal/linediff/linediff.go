@@ -1,49 +1,50 @@
-package approval
+// Package linediff computes line diffs: what approvers show of a changed
+// tool definition, and what a client config's rewrite shows before it is
+// written.
+package linediff
 
 import "slices"
 
-// A DiffOp says what a line of a [DiffLines] result is.
-type DiffOp int
+// An Op says what a [Line] of a diff is.
+type Op int
 
 const (
-	Same    DiffOp = iota // in both
-	Removed               // only in the old text
-	Added                 // only in the new text
+	Same    Op = iota // in both
+	Removed           // only in the old text
+	Added             // only in the new text
 )
 
-// A DiffLine is one line of a line diff.
-type DiffLine struct {
-	Op   DiffOp
+// A Line is one line of a line diff.
+type Line struct {
+	Op   Op
 	Text string
 }
 
-// maxDiffCells bounds the table of a line diff: beyond it, the differing
+// maxCells bounds the table of a line diff: beyond it, the differing
 // middle is shown whole, removed then added.
-const maxDiffCells = 1 << 20
+const maxCells = 1 << 20
 
-// DiffLines returns a line diff of a and b, the longest common subsequence
-// of their lines: what approvers show for a [Change] (the definition as
-// accepted against the one the server lists now). Lines removed before
-// lines added where both apply.
-func DiffLines(a, b []string) []DiffLine {
+// Lines returns a line diff of a and b, by the longest common subsequence
+// of their lines. Lines removed come before lines added where both apply.
+func Lines(a, b []string) []Line {
 	// The lines both start and end with are not in the table.
-	var head, tail []DiffLine
+	var head, tail []Line
 	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
-		head = append(head, DiffLine{Same, a[0]})
+		head = append(head, Line{Same, a[0]})
 		a, b = a[1:], b[1:]
 	}
 	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
-		tail = append(tail, DiffLine{Same, a[len(a)-1]})
+		tail = append(tail, Line{Same, a[len(a)-1]})
 		a, b = a[:len(a)-1], b[:len(b)-1]
 	}
 	slices.Reverse(tail)
 	out := head
-	if len(a)*len(b) > maxDiffCells {
+	if len(a)*len(b) > maxCells {
 		for _, l := range a {
-			out = append(out, DiffLine{Removed, l})
+			out = append(out, Line{Removed, l})
 		}
 		for _, l := range b {
-			out = append(out, DiffLine{Added, l})
+			out = append(out, Line{Added, l})
 		}
 		return append(out, tail...)
 	}
@@ -66,13 +67,13 @@ func DiffLines(a, b []string) []DiffLine {
 	for i < len(a) || j < len(b) {
 		switch {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
-			out = append(out, DiffLine{Same, a[i]})
+			out = append(out, Line{Same, a[i]})
 			i, j = i+1, j+1
 		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
-			out = append(out, DiffLine{Removed, a[i]})
+			out = append(out, Line{Removed, a[i]})
 			i++
 		default:
-			out = append(out, DiffLine{Added, b[j]})
+			out = append(out, Line{Added, b[j]})
 			j++
 		}
 	}
