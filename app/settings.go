@@ -22,6 +22,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/app/autostart"
 	"github.com/gatehouse-dev/gatehouse/app/install"
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/receipts/verify"
@@ -450,5 +451,5 @@ func writePublicKeys(ctx context.Context, c *core, path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return len(keys), os.WriteFile(path, append(data, '\n'), 0o644)
+	return len(keys), atomicfile.Write(path, append(data, '\n'), 0o644)
 }

@@ -27,6 +27,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 	"github.com/gatehouse-dev/gatehouse/receipts/verify"
 )
@@ -871,18 +872,13 @@ func kindStrings(ks []entry.Kind) []string {
 }
 
 // writeArchive writes the files of dir as a gzipped tar archive at out,
-// inside a folder named top, through a temporary file renamed into place.
-func writeArchive(dir, out, top string) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(out), ".gatehouse-export-*.tar.gz")
+// inside a folder named top, whole or not at all ([atomicfile]).
+func writeArchive(dir, out, top string) error {
+	f, err := atomicfile.Create(out, 0o600)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	defer f.Abort()
 	zw := gzip.NewWriter(f)
 	tw := tar.NewWriter(zw)
 	now := time.Now()
@@ -904,13 +900,7 @@ func writeArchive(dir, out, top string) (err error) {
 	if err := zw.Close(); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), out)
+	return f.Commit()
 }
 
 func addToArchive(tw *tar.Writer, path, name string) error {

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
 )
 
 // Path returns the file that enables e: the LaunchAgent ID.plist in
@@ -29,23 +31,7 @@ func (e *Entry) enable() error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("autostart: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("autostart: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(e.plist())
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(path, e.plist(), 0o644); err != nil {
 		return fmt.Errorf("autostart: %w", err)
 	}
 	return nil

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
 )
 
 // Path returns the file that enables e: ID.desktop in the XDG autostart
@@ -35,7 +37,12 @@ func (e *Entry) enable() error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("autostart: %w", err)
 	}
-	return writeAtomic(path, e.desktopEntry())
+	// Whole or not at all: a session starting meanwhile reads the old entry
+	// or the new one.
+	if err := atomicfile.Write(path, e.desktopEntry(), 0o644); err != nil {
+		return fmt.Errorf("autostart: %w", err)
+	}
+	return nil
 }
 
 func (e *Entry) disable() error {
@@ -126,32 +133,4 @@ func quoteExecArg(a string) string {
 	}
 	q := strings.NewReplacer(`"`, `\"`, "`", "\\`", `$`, `\$`, `\`, `\\`).Replace(a)
 	return escapeValue(`"` + q + `"`)
-}
-
-// writeAtomic writes data to path through a file beside it, so that a
-// session starting meanwhile reads the old entry or the new one, whole.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("autostart: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("autostart: %w", err)
-	}
-	return nil
 }

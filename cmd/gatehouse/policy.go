@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/policy"
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
@@ -284,7 +285,7 @@ var policyExportCmd = &command{
 			_, err = c.stdout.Write(policyText(p))
 			return err
 		}
-		if err := os.WriteFile(pos[0], policyText(p), 0o644); err != nil {
+		if err := atomicfile.Write(pos[0], policyText(p), 0o644); err != nil {
 			return fmt.Errorf("export policy: %w", err)
 		}
 		fmt.Fprintf(c.stderr, "gatehouse: wrote policy version %d to %s\n", p.Version, pos[0])

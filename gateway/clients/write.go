@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/internal/atomicfile"
 )
 
 // backup copies data, what path held, to the backup folder:
@@ -79,9 +81,8 @@ func writable(path string) error {
 }
 
 // replaceFile puts new in place of the file at path (the file a symbolic
-// link points to, when it is one), atomically: a temporary file in the
-// same folder, with the same mode (and owner, when running as root), is
-// renamed over it. When the file no longer holds old, nothing is written
+// link points to, when it is one), atomically ([atomicfile]), with the same
+// mode (and owner, when running as root). When the file no longer holds old, nothing is written
 // and the error wraps ErrChanged.
 func (m *Manager) replaceFile(path string, old, new []byte) error {
 	if err := writable(path); err != nil {
@@ -92,33 +93,23 @@ func (m *Manager) replaceFile(path string, old, new []byte) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(real), "."+filepath.Base(real)+".gatehouse-*")
+	tmp, err := atomicfile.Create(real, fi.Mode().Perm())
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("%s: the folder is %w: nothing written", path, ErrReadOnly)
 		}
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
+	defer tmp.Abort()
 	if _, err := tmp.Write(new); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
+	if err := sameOwner(tmp.File, fi); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := sameOwner(tmp, fi); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
+	// Durable before the check, so that the check is as close to the
+	// rename as it can be.
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if m.beforeRename != nil {
@@ -133,18 +124,8 @@ func (m *Manager) replaceFile(path string, old, new []byte) error {
 	if !bytes.Equal(cur, old) {
 		return fmt.Errorf("%s %w: nothing written; run the command again", path, ErrChanged)
 	}
-	if err := os.Rename(tmp.Name(), real); err != nil {
+	if err := tmp.Commit(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	done = true
-	syncDir(filepath.Dir(real))
 	return nil
-}
-
-// syncDir makes a rename in dir durable (where the system allows it).
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
