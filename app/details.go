@@ -1,7 +1,9 @@
 package app
 
+import "github.com/gatehouse-dev/gatehouse/internal/shellwords"
+
 // ProxyCommand returns the command an MCP client runs to reach the server
 // called name through Gatehouse.
 func ProxyCommand(name string) string {
-	return "gatehouse proxy " + shellQuote(name)
+	return "gatehouse proxy " + shellwords.Quote(name)
 }

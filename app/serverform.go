@@ -17,6 +17,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/gatehouse-dev/gatehouse/internal/shellwords"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
@@ -246,7 +247,8 @@ func (f *serverForm) change() (serverChange, error) {
 		refs = s.Headers
 	} else {
 		s.Transport = store.TransportStdio
-		words, err := splitCommandLine(f.command.Text)
+		home, _ := os.UserHomeDir()
+		words, err := shellwords.Split(f.command.Text, home)
 		if err != nil {
 			return ch, fmt.Errorf("command: %w", err)
 		}
@@ -405,75 +407,9 @@ func parsePairs(s, sep, what string) (map[string]string, error) {
 	return out, nil
 }
 
-// splitCommandLine splits a command line into words the way a POSIX shell
-// does, without expanding anything but a leading ~/: words are separated by
-// blanks; 'single quotes' keep everything; "double quotes" keep everything
-// but \" \\ \$ and \`; a backslash outside quotes keeps the next character.
-// It is the inverse of commandLine.
-func splitCommandLine(s string) ([]string, error) {
-	var words []string
-	var w strings.Builder
-	inWord, quoted := false, false
-	end := func() {
-		if inWord {
-			word := w.String()
-			if !quoted {
-				word = expandTilde(word)
-			}
-			words = append(words, word)
-		}
-		w.Reset()
-		inWord, quoted = false, false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			end()
-		case c == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, errors.New("a single quote is not closed")
-			}
-			w.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-			inWord, quoted = true, true
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
-					i++
-				}
-				w.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, errors.New("a double quote is not closed")
-			}
-			inWord, quoted = true, true
-		case c == '\\':
-			if i+1 < len(s) {
-				i++
-				w.WriteByte(s[i])
-			}
-			inWord = true
-		default:
-			w.WriteByte(c)
-			inWord = true
-		}
-	}
-	end()
-	return words, nil
-}
-
 // expandTilde replaces a leading ~ or ~/ with the user's home folder, as a
 // shell would have before the proxy ever saw the word.
 func expandTilde(s string) string {
-	if s != "~" && !strings.HasPrefix(s, "~/") {
-		return s
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return s
-	}
-	return filepath.Join(home, s[1:])
+	home, _ := os.UserHomeDir()
+	return shellwords.ExpandTilde(s, home)
 }

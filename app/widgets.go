@@ -3,7 +3,6 @@ package app
 import (
 	"hash/fnv"
 	"image/color"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -15,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/gatehouse-dev/gatehouse/internal/shellwords"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
@@ -204,27 +204,7 @@ func addedOn(t time.Time) string {
 }
 
 // commandLine shows a command and its arguments as one line a user could
-// paste into a POSIX shell: arguments that the shell would split or expand
-// are single-quoted.
+// paste into a POSIX shell ([shellwords.Join]).
 func commandLine(command string, args []string) string {
-	var b strings.Builder
-	b.WriteString(shellQuote(command))
-	for _, a := range args {
-		b.WriteByte(' ')
-		b.WriteString(shellQuote(a))
-	}
-	return b.String()
-}
-
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	safe := strings.IndexFunc(s, func(r rune) bool {
-		return !(r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)))
-	}) < 0
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return shellwords.Join(append([]string{command}, args...))
 }

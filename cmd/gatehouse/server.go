@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/gateway/downstream"
 	"io"
 	"maps"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/downstream"
+	"github.com/gatehouse-dev/gatehouse/internal/shellwords"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
@@ -240,18 +241,11 @@ func commandLine(s store.Server) string {
 	if s.Transport == store.TransportHTTP {
 		return s.URL
 	}
-	parts := []string{quoteArg(s.Command)}
+	parts := []string{shellwords.Quote(s.Command)}
 	for _, a := range s.Args {
-		parts = append(parts, quoteArg(a))
+		parts = append(parts, shellwords.Quote(a))
 	}
 	return strings.Join(parts, " ")
-}
-
-func quoteArg(a string) string {
-	if a != "" && !strings.ContainsAny(a, " \t\n\"'\\$`") {
-		return a
-	}
-	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }
 
 func printServersJSON(w io.Writer, servers []store.Server) error {

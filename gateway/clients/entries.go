@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/gatehouse-dev/gatehouse/internal/shellwords"
+	"github.com/gatehouse-dev/gatehouse/internal/tomltext"
 )
 
 // A kv is a name and its value as a file holds it, with the span of the
@@ -57,25 +60,20 @@ func (s *source) target() string {
 	if s.transport == "http" || s.url != "" {
 		return maskURL(s.url)
 	}
-	parts := []string{quoteArg(s.command)}
+	parts := []string{shellwords.Quote(s.command)}
 	for _, a := range s.args {
 		if argSecret(a) {
+			// The mask is not quoted: it is no word to paste.
 			if k, _, ok := strings.Cut(a, "="); ok {
-				a = k + "=********"
+				parts = append(parts, shellwords.Quote(k)+"=********")
 			} else {
-				a = "********"
+				parts = append(parts, "********")
 			}
+			continue
 		}
-		parts = append(parts, quoteArg(a))
+		parts = append(parts, shellwords.Quote(a))
 	}
 	return strings.Join(parts, " ")
-}
-
-func quoteArg(a string) string {
-	if a != "" && !strings.ContainsAny(a, " \t\n\"'\\$`") {
-		return a
-	}
-	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }
 
 // checkSecrets marks an entry that holds a secret where the keychain cannot
@@ -516,7 +514,7 @@ func (p *parsed) tomlEntries() []*source {
 func tomlKey(k string) string {
 	for i := 0; i < len(k); i++ {
 		if !isBareKeyByte(k[i]) {
-			return tomlQuote(k)
+			return tomltext.Quote(k)
 		}
 	}
 	if k == "" {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/gatehouse-dev/gatehouse/internal/store"
+	"github.com/gatehouse-dev/gatehouse/internal/tomltext"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
@@ -506,10 +507,10 @@ func template(data []byte, span [2]int, secrets []secretSpan, format fileFormat,
 func encodeValue(v, quote string) string {
 	switch quote {
 	case `toml"`:
-		return tomlQuote(v)
+		return tomltext.Quote(v)
 	case `toml'`:
 		if strings.ContainsAny(v, "'\n\r") {
-			return tomlQuote(v)
+			return tomltext.Quote(v)
 		}
 		return "'" + v + "'"
 	default:
@@ -758,11 +759,11 @@ func (m *Manager) renderTOML(p *parsed, src *source, server string) []byte {
 	if !strings.HasSuffix(string(src.tomlHeader), "\n") {
 		b.WriteString(nl)
 	}
-	b.WriteString("command = " + tomlQuote(m.exe) + nl)
+	b.WriteString("command = " + tomltext.Quote(m.exe) + nl)
 	args := m.proxyArgs(Codex, server)
 	q := make([]string, len(args))
 	for i, a := range args {
-		q[i] = tomlQuote(a)
+		q[i] = tomltext.Quote(a)
 	}
 	b.WriteString("args = [" + strings.Join(q, ", ") + "]" + nl)
 	for _, k := range src.keep {
@@ -872,7 +873,7 @@ func (m *Manager) finishGovern(fp *FilePlan) error {
 			edits = append(edits, edit{start: ep.rec.src.span[0], end: ep.rec.src.span[1], text: ep.written})
 		}
 		for _, v := range ep.masks {
-			masks = append(masks, v, jsonQuote(v), tomlQuote(v))
+			masks = append(masks, v, jsonQuote(v), tomltext.Quote(v))
 		}
 	}
 	nb, err := applyEdits(fp.old, edits)

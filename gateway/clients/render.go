@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 )
 
 // jsonQuote writes s as a JSON string the way JavaScript's JSON.stringify
@@ -35,34 +34,6 @@ func jsonQuote(s string) string {
 			fmt.Fprintf(&b, `\u%04x`, c)
 		default:
 			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-// tomlQuote writes s as a TOML basic string.
-func tomlQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		case r == utf8.RuneError:
-			b.WriteString(`\uFFFD`)
-		default:
-			b.WriteRune(r)
 		}
 	}
 	b.WriteByte('"')

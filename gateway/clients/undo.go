@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/internal/tomltext"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
@@ -144,7 +145,7 @@ func (m *Manager) planUndoFile(path string, rs []*record, force bool) (*FilePlan
 		}
 		for _, h := range r.Holes {
 			v, _ := m.kc.Secret(h.Secret)
-			masks = append(masks, v, jsonQuote(v), tomlQuote(v))
+			masks = append(masks, v, jsonQuote(v), tomltext.Quote(v))
 		}
 		if sp.format != formatTOML {
 			orig = reindent(orig, r.Indent, lineIndent(data, src.keyAt))

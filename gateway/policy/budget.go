@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/tomltext"
 )
 
 // A Budget caps how many calls to some tools may run: at most Calls in any
@@ -239,14 +241,14 @@ func (b *Budget) validate() (key, msg string) {
 // formatBudget writes b in the text format.
 func formatBudget(w *strings.Builder, b Budget) {
 	w.WriteString("\n[[budget]]\n")
-	fmt.Fprintf(w, "id = %s\n", quote(b.ID))
-	fmt.Fprintf(w, "capability = %s\n", quote(b.Capability))
-	fmt.Fprintf(w, "per = %s\n", quote(string(b.Per)))
+	fmt.Fprintf(w, "id = %s\n", tomltext.Quote(b.ID))
+	fmt.Fprintf(w, "capability = %s\n", tomltext.Quote(b.Capability))
+	fmt.Fprintf(w, "per = %s\n", tomltext.Quote(string(b.Per)))
 	fmt.Fprintf(w, "calls = %d\n", b.Calls)
 	if b.Window > 0 {
-		fmt.Fprintf(w, "window = %s\n", quote(formatWindowText(b.Window)))
+		fmt.Fprintf(w, "window = %s\n", tomltext.Quote(formatWindowText(b.Window)))
 	}
 	if b.Note != "" {
-		fmt.Fprintf(w, "note = %s\n", quote(b.Note))
+		fmt.Fprintf(w, "note = %s\n", tomltext.Quote(b.Note))
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/gatehouse-dev/gatehouse/internal/tomltext"
 )
 
 // A ParseError is a mistake in a policy's text, at a line (0 when the line
@@ -372,12 +374,12 @@ func (p *Policy) Format() []byte {
 	if d == "" {
 		d = ApprovalRequired
 	}
-	fmt.Fprintf(&b, "default = %s\n", quote(canonDecision(d)))
+	fmt.Fprintf(&b, "default = %s\n", tomltext.Quote(canonDecision(d)))
 	if len(p.Defaults) > 0 {
 		b.WriteString("\n[defaults]\n")
 		for _, r := range Risks {
 			if d, ok := p.Defaults[r]; ok {
-				fmt.Fprintf(&b, "%s = %s\n", r, quote(canonDecision(d)))
+				fmt.Fprintf(&b, "%s = %s\n", r, tomltext.Quote(canonDecision(d)))
 			}
 		}
 	}
@@ -385,7 +387,7 @@ func (p *Policy) Format() []byte {
 		b.WriteString("\n[[rule]]\n")
 		field := func(key, value string) {
 			if value != "" {
-				fmt.Fprintf(&b, "%s = %s\n", key, quote(value))
+				fmt.Fprintf(&b, "%s = %s\n", key, tomltext.Quote(value))
 			}
 		}
 		field("id", r.ID)
@@ -397,7 +399,7 @@ func (p *Policy) Format() []byte {
 		if len(r.Secrets) > 0 {
 			quoted := make([]string, len(r.Secrets))
 			for i, id := range r.Secrets {
-				quoted[i] = quote(id)
+				quoted[i] = tomltext.Quote(id)
 			}
 			fmt.Fprintf(&b, "secrets = [%s]\n", strings.Join(quoted, ", "))
 		}
@@ -407,7 +409,7 @@ func (p *Policy) Format() []byte {
 				var kv []string
 				add := func(key, value string) {
 					if value != "" {
-						kv = append(kv, key+" = "+quote(value))
+						kv = append(kv, key+" = "+tomltext.Quote(value))
 					}
 				}
 				under := a.Under
@@ -436,32 +438,6 @@ func canonDecision(d Decision) string {
 		return string(c)
 	}
 	return string(d)
-}
-
-// quote writes s as a TOML basic string.
-func quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 // Hash returns "sha256:<hex>" of p's canonical text ([Policy.Format]).
