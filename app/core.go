@@ -39,6 +39,7 @@ type core struct {
 	kc Keychain
 
 	log  atomic.Pointer[receipts.Log] // nil until opened
+	rd   atomic.Pointer[receipts.Reader] // nil until opened, or log's
 	open chan struct{}                // one opening of the log at a time
 
 	mu  sync.Mutex
@@ -88,6 +89,26 @@ func (c *core) evidence(ctx context.Context) (*receipts.Log, error) {
 	return l, nil
 }
 
+// reader returns the evidence log for reading, opening it the first time:
+// it needs no signing key, so history, search and verification work while
+// the keychain is locked. A failure (a locked database) is returned, and the
+// next call tries again.
+func (c *core) reader(ctx context.Context) (*receipts.Reader, error) {
+	if r := c.rd.Load(); r != nil {
+		return r, nil
+	}
+	if l := c.log.Load(); l != nil {
+		c.rd.CompareAndSwap(nil, l.Reader)
+		return c.rd.Load(), nil
+	}
+	r, err := receipts.OpenReader(ctx, c.st)
+	if err != nil {
+		return nil, fmt.Errorf("open the evidence log: %w", err)
+	}
+	c.rd.CompareAndSwap(nil, r)
+	return c.rd.Load(), nil
+}
+
 // upgradeIndex finishes the upgrade of the log's search index, if one is
 // under way, in the background: a short transaction at a time, so proxies'
 // receipts barely wait. A failure (the database locked for long) is tried
@@ -120,6 +141,10 @@ func (c *core) upgradeIndex(l *receipts.Log) {
 		}
 	}
 }
+
+// openedReader returns the log's reader if it is open, else nil: it never
+// waits.
+func (c *core) openedReader() *receipts.Reader { return c.rd.Load() }
 
 // openedLog returns the evidence log if it is open, without opening it:
 // what polling uses, so that a keychain that cannot be reached is not asked

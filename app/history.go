@@ -287,7 +287,7 @@ func (p *historyPage) reload() {
 		rctx, stop := context.WithCancel(rctx)
 		defer stop()
 		context.AfterFunc(ctx, stop)
-		l, err := p.u.core.evidence(rctx)
+		l, err := p.u.core.reader(rctx)
 		if err != nil {
 			return first{}, err
 		}
@@ -403,7 +403,7 @@ func (p *historyPage) fetchMore() {
 		next int64
 	}
 	goRead(p.u, func(ctx context.Context) (more, error) {
-		l, err := p.u.core.evidence(ctx)
+		l, err := p.u.core.reader(ctx)
 		if err != nil {
 			return more{}, err
 		}
@@ -435,7 +435,7 @@ func (p *historyPage) logGrew(size int64) {
 	q := p.filter.query(p.u.clock.Now())
 	top := p.hl.top()
 	goRead(p.u, func(ctx context.Context) ([]receipts.Hit, error) {
-		l, err := p.u.core.evidence(ctx)
+		l, err := p.u.core.reader(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -490,7 +490,7 @@ func (p *historyPage) readChart() {
 		step    time.Duration
 	}
 	goRead(p.u, func(ctx context.Context) (chartData, error) {
-		l, err := p.u.core.evidence(ctx)
+		l, err := p.u.core.reader(ctx)
 		if err != nil {
 			return chartData{}, err
 		}

@@ -54,7 +54,7 @@ type historyList struct {
 }
 
 // first reads the first page of q.
-func readFirst(ctx context.Context, l *receipts.Log, q receipts.Query) (historyList, error) {
+func readFirst(ctx context.Context, l *receipts.Reader, q receipts.Query) (historyList, error) {
 	q.Before = 0
 	p, err := l.Search(ctx, q)
 	if err != nil {
@@ -64,7 +64,7 @@ func readFirst(ctx context.Context, l *receipts.Log, q receipts.Query) (historyL
 }
 
 // readMore reads the page after what h holds.
-func readMore(ctx context.Context, l *receipts.Log, h historyList) ([]receipts.Hit, int64, error) {
+func readMore(ctx context.Context, l *receipts.Reader, h historyList) ([]receipts.Hit, int64, error) {
 	q := h.q
 	q.Before = h.next
 	p, err := l.Search(ctx, q)
@@ -78,7 +78,7 @@ func readMore(ctx context.Context, l *receipts.Log, h historyList) ([]receipts.H
 // (its index top), newest first: what live updates add at the top. full is
 // false when more arrived than one page holds, so that the caller reads
 // the first page again instead.
-func readNewer(ctx context.Context, l *receipts.Log, q receipts.Query, top int64) (hits []receipts.Hit, full bool, err error) {
+func readNewer(ctx context.Context, l *receipts.Reader, q receipts.Query, top int64) (hits []receipts.Hit, full bool, err error) {
 	q.Before = 0
 	p, err := l.Search(ctx, q)
 	if err != nil {

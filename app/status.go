@@ -107,7 +107,7 @@ func (u *UI) refreshStatus() {
 		}
 	})
 	goRead(u, func(ctx context.Context) (int64, error) {
-		l, err := u.core.evidence(ctx)
+		l, err := u.core.reader(ctx)
 		if err != nil {
 			return -1, err
 		}
@@ -231,7 +231,7 @@ func (u *UI) pollOnce() {
 		fi, err := os.Stat(db)
 		r.dbGone = err != nil || u.dbInfo != nil && !os.SameFile(fi, u.dbInfo)
 		r.size = -1
-		if l := u.core.openedLog(); l != nil {
+		if l := u.core.openedReader(); l != nil {
 			if n, err := l.Size(ctx); err == nil {
 				r.size = n
 			}

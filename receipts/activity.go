@@ -28,7 +28,7 @@ const MaxBuckets = 10_000
 // step starting at from, by decision: what a chart of calls over time shows.
 // server, when not empty, counts only calls to that server. Every bucket is
 // returned, empty ones included.
-func (l *Log) Activity(ctx context.Context, from, to time.Time, step time.Duration, server string) ([]Bucket, error) {
+func (l *Reader) Activity(ctx context.Context, from, to time.Time, step time.Duration, server string) ([]Bucket, error) {
 	if step <= 0 || !to.After(from) {
 		return nil, fmt.Errorf("activity: %w: want from before to and a positive step", ErrQuery)
 	}
@@ -89,7 +89,7 @@ func (l *Log) Activity(ctx context.Context, from, to time.Time, step time.Durati
 
 // First returns the time of the log's first entry, or the zero time for an
 // empty log.
-func (l *Log) First(ctx context.Context) (time.Time, error) {
+func (l *Reader) First(ctx context.Context) (time.Time, error) {
 	var ns int64
 	err := l.db.QueryRowContext(ctx, `SELECT coalesce(min(time_ns), 0) FROM entries`).Scan(&ns)
 	if err != nil || ns == 0 {

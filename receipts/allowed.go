@@ -9,7 +9,7 @@ import (
 // CallsAllowed returns the times, oldest first, of the calls to server that
 // receipts allowed at or after since and whose tool match accepts: what a
 // budget counts, across every proxy writing to the log.
-func (l *Log) CallsAllowed(ctx context.Context, server string, since time.Time, match func(tool string) bool) ([]time.Time, error) {
+func (l *Reader) CallsAllowed(ctx context.Context, server string, since time.Time, match func(tool string) bool) ([]time.Time, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT tool, time_ns FROM entries INDEXED BY entries_allowed
 		WHERE kind = 'receipt' AND decision = 'ALLOW' AND server = ? AND time_ns >= ? ORDER BY time_ns`,
 		server, since.UnixNano())

@@ -45,14 +45,28 @@ type Migrator interface {
 // ErrNotFound is returned for an entry or payload that does not exist.
 var ErrNotFound = errors.New("not found")
 
-// A Log is the evidence log of one home folder, appended to with one key.
-// It is safe for concurrent use, and other processes may use the same
-// database at the same time.
+// A Reader reads the evidence log of one home folder: its entries, search,
+// proofs, keys and exports. It holds no signing key and never writes to the
+// database, so history, search and verification work while the keychain is
+// locked. It is safe for concurrent use, and other processes may write the
+// log meanwhile: each call reads the log as it is then.
+type Reader struct {
+	db    *sql.DB
+	stmts stmts
+	id    string // "" until the log's first writer named it
+
+	// typedPrefixes makes search run word prefixes as typed, never
+	// shortened (shortenPrefixes): tests compare the two.
+	typedPrefixes bool
+}
+
+// A Log is the evidence log of one home folder, appended to with one key:
+// a [Reader] that also writes. Only proxies and erasure need one. It is safe
+// for concurrent use, and other processes may use the same database at the
+// same time.
 type Log struct {
+	*Reader
 	commits committer
-	stmts   stmts
-	db      *sql.DB
-	id      string
 
 	keyMu sync.Mutex
 	key   ed25519.PrivateKey // guarded by keyMu
@@ -62,10 +76,6 @@ type Log struct {
 	// transaction of the log holds (nil when the database has no home
 	// folder): see inTx.
 	writes *filelock.Mutex
-
-	// typedPrefixes makes search run word prefixes as typed, never
-	// shortened (shortenPrefixes): tests compare the two.
-	typedPrefixes bool
 }
 
 // ErrForeignKey is returned by [Open] when the log already has signing keys
@@ -92,18 +102,40 @@ func Adopt(ctx context.Context, m Migrator, key ed25519.PrivateKey) (*Log, error
 	return open(ctx, m, key, true, migrations)
 }
 
-// open opens the log at schema step len(steps): tests open it at earlier
-// steps to write a log as an earlier version did.
-func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, steps []string) (*Log, error) {
+// OpenReader opens the log in m's database for reading. It needs no
+// signing key and writes nothing to the log: no entry, no key, no index
+// upgrade. It does create or upgrade the log's tables when they are missing
+// or older than this version reads (a change of schema, not of evidence),
+// as every opener of the database does.
+func OpenReader(ctx context.Context, m Migrator) (*Reader, error) {
+	return openReader(ctx, m, migrations)
+}
+
+func openReader(ctx context.Context, m Migrator, steps []string) (*Reader, error) {
 	if err := m.Migrate(ctx, "receipts", steps); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
 	}
-	l := &Log{db: m.DB(), key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey))}
+	r := &Reader{db: m.DB()}
+	r.stmts.db = r.db
+	err := r.db.QueryRowContext(ctx, `SELECT value FROM log_meta WHERE key = 'id'`).Scan(&r.id)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("open evidence log: %w", err)
+	}
+	return r, nil
+}
+
+// open opens the log at schema step len(steps): tests open it at earlier
+// steps to write a log as an earlier version did.
+func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, steps []string) (*Log, error) {
+	r, err := openReader(ctx, m, steps)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{Reader: r, key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey))}
 	if h, ok := m.(interface{ Dir() string }); ok {
 		l.writes = filelock.New(filepath.Join(h.Dir(), writeLockFile))
 	}
 	l.commits = committer{l: l, wake: make(chan struct{}, 1)}
-	l.stmts.db = l.db
 	if _, err := l.db.ExecContext(ctx, `INSERT OR IGNORE INTO log_meta (key, value) VALUES ('id', ?)`,
 		strings.TrimPrefix(entry.NewID("l"), "l-")); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
@@ -130,8 +162,9 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, s
 	return l, nil
 }
 
-// ID returns the log's id, the origin of its checkpoints.
-func (l *Log) ID() string { return l.id }
+// ID returns the log's id, the origin of its checkpoints: "" for a log no
+// writer has opened yet.
+func (r *Reader) ID() string { return r.id }
 
 // KeyID returns the id of the key the log signs with.
 func (l *Log) KeyID() string {

@@ -14,23 +14,39 @@ import (
 )
 
 // Size returns the number of entries in the log.
-func (l *Log) Size(ctx context.Context) (int64, error) {
+func (l *Reader) Size(ctx context.Context) (int64, error) {
 	var n int64
 	err := l.db.QueryRowContext(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`).Scan(&n)
 	return n, err
 }
 
-// Checkpoint returns a signed checkpoint of the log as it is now.
-func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) {
+// Tree returns the log's tree as it is now, unsigned: its size and hash,
+// read in one snapshot.
+func (l *Reader) Tree(ctx context.Context) (entry.Checkpoint, error) {
 	var c entry.Checkpoint
-	err := l.inTx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`).Scan(&c.Size); err != nil {
-			return err
+	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return c, fmt.Errorf("read the tree: %w", err)
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`).Scan(&c.Size); err != nil {
+		return c, fmt.Errorf("read the tree: %w", err)
+	}
+	if c.Size > 0 {
+		if err := tx.QueryRowContext(ctx, `SELECT value FROM log_meta WHERE key = 'id'`).Scan(&c.Log); err != nil {
+			return c, fmt.Errorf("read the tree: %w", err)
 		}
-		h, err := tlog.TreeHash(c.Size, hashReader{ctx: ctx, q: tx})
-		c.Hash = h
-		return err
-	})
+	}
+	if c.Hash, err = tlog.TreeHash(c.Size, hashReader{ctx: ctx, q: tx}); err != nil {
+		return c, fmt.Errorf("read the tree: %w", err)
+	}
+	return c, nil
+}
+
+// Checkpoint returns a checkpoint of the log as it is now, signed with the
+// log's key.
+func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) {
+	c, err := l.Tree(ctx)
 	if err != nil {
 		return nil, c, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -43,7 +59,7 @@ func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) 
 }
 
 // ProveInclusion proves that entry index is in the tree of the given size.
-func (l *Log) ProveInclusion(ctx context.Context, index, size int64) (tlog.RecordProof, error) {
+func (l *Reader) ProveInclusion(ctx context.Context, index, size int64) (tlog.RecordProof, error) {
 	p, err := tlog.ProveRecord(size, index, hashReader{ctx: ctx, q: l.db})
 	if err != nil {
 		return nil, fmt.Errorf("prove entry %d in %d: %w", index, size, err)
@@ -53,7 +69,7 @@ func (l *Log) ProveInclusion(ctx context.Context, index, size int64) (tlog.Recor
 
 // ProveConsistency proves that the tree of size oldSize is a prefix of the
 // tree of size newSize.
-func (l *Log) ProveConsistency(ctx context.Context, oldSize, newSize int64) (tlog.TreeProof, error) {
+func (l *Reader) ProveConsistency(ctx context.Context, oldSize, newSize int64) (tlog.TreeProof, error) {
 	p, err := tlog.ProveTree(newSize, oldSize, hashReader{ctx: ctx, q: l.db})
 	if err != nil {
 		return nil, fmt.Errorf("prove %d consistent with %d: %w", oldSize, newSize, err)
@@ -62,7 +78,7 @@ func (l *Log) ProveConsistency(ctx context.Context, oldSize, newSize int64) (tlo
 }
 
 // TreeHash returns the tree hash of the log's first size entries.
-func (l *Log) TreeHash(ctx context.Context, size int64) (tlog.Hash, error) {
+func (l *Reader) TreeHash(ctx context.Context, size int64) (tlog.Hash, error) {
 	return tlog.TreeHash(size, hashReader{ctx: ctx, q: l.db})
 }
 
@@ -87,7 +103,7 @@ func (p Payload) Erased() bool { return p.ErasedBy >= 0 }
 
 // Entries yields the entries with from <= index < to, in order, with their
 // payloads.
-func (l *Log) Entries(ctx context.Context, from, to int64) iter.Seq2[Stored, error] {
+func (l *Reader) Entries(ctx context.Context, from, to int64) iter.Seq2[Stored, error] {
 	return func(yield func(Stored, error) bool) {
 		rows, err := l.db.QueryContext(ctx, `SELECT e.idx, e.data, p.part, p.commitment, p.salt, p.data, coalesce(p.erased_by, -1)
 			FROM entries e LEFT JOIN payloads p ON p.entry_idx = e.idx
@@ -132,7 +148,7 @@ func (l *Log) Entries(ctx context.Context, from, to int64) iter.Seq2[Stored, err
 }
 
 // EntryByID returns the entry with the given id.
-func (l *Log) EntryByID(ctx context.Context, id string) (Stored, error) {
+func (l *Reader) EntryByID(ctx context.Context, id string) (Stored, error) {
 	var idx int64
 	err := l.db.QueryRowContext(ctx, `SELECT idx FROM entries WHERE id = ?`, id).Scan(&idx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -155,7 +171,7 @@ type Key struct {
 }
 
 // Keys returns every key announced in the log, oldest first.
-func (l *Log) Keys(ctx context.Context) ([]Key, error) {
+func (l *Reader) Keys(ctx context.Context) ([]Key, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT key_id, public_key, added_idx FROM keys ORDER BY added_idx`)
 	if err != nil {
 		return nil, err

@@ -96,7 +96,7 @@ func (s indexState) indexes(idx int64) []string {
 // over from the index it replaces, and whether an upgrade is under way at
 // all (after the last entry moves, the retired index is still being
 // emptied).
-func (l *Log) IndexBacklog(ctx context.Context) (left int64, upgrading bool, err error) {
+func (l *Reader) IndexBacklog(ctx context.Context) (left int64, upgrading bool, err error) {
 	s, err := readIndexState(ctx, l.db)
 	return s.from, s.upgrading, err
 }

@@ -306,7 +306,7 @@ type Page struct {
 // of them. Paging is by entry index (keyset): a page continues from
 // q.Before, so entries appended while someone pages through never shift
 // or repeat what they see.
-func (l *Log) Search(ctx context.Context, q Query) (Page, error) {
+func (l *Reader) Search(ctx context.Context, q Query) (Page, error) {
 	p, err := l.search(ctx, q)
 	if err != nil {
 		return Page{}, fmt.Errorf("search: %w", err)
@@ -315,7 +315,7 @@ func (l *Log) Search(ctx context.Context, q Query) (Page, error) {
 }
 
 // Erasable returns how many payloads [Log.EraseMatching] would erase now.
-func (l *Log) Erasable(ctx context.Context, q Query) (int, error) {
+func (l *Reader) Erasable(ctx context.Context, q Query) (int, error) {
 	ids, err := l.erasable(ctx, q)
 	return len(ids), err
 }
@@ -346,7 +346,7 @@ func (l *Log) EraseMatching(ctx context.Context, q Query, reason string) (*entry
 
 // erasable returns the ids of the entries that match q and hold a payload
 // not yet erased (an entry has one payload at most).
-func (l *Log) erasable(ctx context.Context, q Query) ([]string, error) {
+func (l *Reader) erasable(ctx context.Context, q Query) ([]string, error) {
 	q.erasable, q.Before, q.Limit = true, 0, MaxLimit
 	var ids []string
 	for {
@@ -366,7 +366,7 @@ func (l *Log) erasable(ctx context.Context, q Query) ([]string, error) {
 
 // OutcomeOf returns the outcome of the receipt with the given id, or
 // ErrNotFound while it has none.
-func (l *Log) OutcomeOf(ctx context.Context, receiptID string) (Stored, error) {
+func (l *Reader) OutcomeOf(ctx context.Context, receiptID string) (Stored, error) {
 	var idx int64
 	err := l.db.QueryRowContext(ctx, `SELECT idx FROM entries WHERE receipt_id = ? AND kind = 'outcome' ORDER BY idx LIMIT 1`, receiptID).Scan(&idx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -383,7 +383,7 @@ func (l *Log) OutcomeOf(ctx context.Context, receiptID string) (Stored, error) {
 
 const hitColumns = `e.idx, e.id, e.kind, e.time_ns, e.server, e.tool, e.decision, e.status, e.client, e.receipt_id`
 
-func (l *Log) search(ctx context.Context, q Query) (Page, error) {
+func (l *Reader) search(ctx context.Context, q Query) (Page, error) {
 	// One read transaction: its queries see one state of the log and of
 	// its search indexes, whatever other processes commit meanwhile.
 	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})

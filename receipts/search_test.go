@@ -53,7 +53,9 @@ func ids(p Page) []string {
 }
 
 // mustSearch runs q and fails the test on an error.
-func mustSearch(tb testing.TB, l *Log, q Query) Page {
+func mustSearch(tb testing.TB, l interface {
+	Search(context.Context, Query) (Page, error)
+}, q Query) Page {
 	tb.Helper()
 	p, err := l.Search(context.Background(), q)
 	if err != nil {
@@ -447,7 +449,7 @@ func TestSearchMigrationIndexesExistingEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l := &Log{db: st.DB()}
+	l := &Reader{db: st.DB()}
 	if err := st.Migrate(ctx, "receipts", migrations); err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +475,7 @@ func FuzzSearchQuery(f *testing.F) {
 		f.Add(s)
 	}
 	l, _ := MustOpen(f, newKey(f))
-	typed := &Log{db: l.db, typedPrefixes: true}
+	typed := &Reader{db: l.db, typedPrefixes: true}
 	call(f, l, "files", "read_file", entry.Allow, "claude-code", `{"path":"/home/me/a b.txt","to":"alice@example.com"}`, entry.Succeeded, `"NEAR AND OR NOT a b c"`)
 	call(f, l, "mail", "send_email", entry.Allow, "cursor", `{"to":"Alice@Examples.org","body":"Exámple naïve examination"}`, entry.Succeeded, `"queued: example_test"`)
 	call(f, l, "files", "read_files", entry.Deny, "cursor", `{"paths":["/srv/example/readme.md","/srv/exam2024"]}`, "", "")
@@ -555,7 +557,7 @@ func exampleKey() ed25519.PrivateKey { return ed25519.NewKeyFromSeed(make([]byte
 // the accents, the punctuation or the filters.
 func TestShortenedPrefixesFindTheSame(t *testing.T) {
 	l, _ := MustOpen(t, newKey(t))
-	typed := &Log{db: l.db, typedPrefixes: true}
+	typed := &Reader{db: l.db, typedPrefixes: true}
 	words := []string{"example", "examples", "Example", "EXAMPLE", "exam", "examine", "examination", "exámple", "éxample",
 		"example_test", "exam2024", "examp", "exampler", "naïve", "alice@example.com", "alice@examplz.org", "bob@example.com",
 		"/srv/example/notes.txt", "read_file", "read_files", "reader", "readme", "readiness"}

@@ -46,6 +46,22 @@ func (c *cli) openLog(ctx context.Context) (*store.Store, *receipts.Log, error) 
 	return st, l, nil
 }
 
+// openReader opens the home folder and its evidence log for reading: no
+// signing key (the keychain is not asked), nothing written. The caller
+// closes the store.
+func (c *cli) openReader(ctx context.Context) (*store.Store, *receipts.Reader, error) {
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := receipts.OpenReader(ctx, st)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, r, nil
+}
+
 // foreignKeyHint is the way on when the keychain's key is not the log's.
 const foreignKeyHint = "the keychain does not hold the key that signs this log (was it deleted, or is this another machine's log?). " +
 	"Restore that key to the keychain if you can; otherwise start signing with the keychain's key, knowing that " +

@@ -153,14 +153,19 @@ func runHistory(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 	if upgrade && (!q.IsZero() || q.Before != 0) {
 		return usagef("history: --upgrade-index searches nothing: give it alone")
 	}
-	st, l, err := c.openLog(ctx)
+	if upgrade {
+		st, l, err := c.openLog(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return upgradeIndex(ctx, c, l)
+	}
+	st, l, err := c.openReader(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if upgrade {
-		return upgradeIndex(ctx, c, l)
-	}
 	page, err := l.Search(ctx, q)
 	if err != nil {
 		return err
@@ -270,7 +275,7 @@ erasure that removed it. For a receipt, the outcome of its call follows.`,
 		if len(pos) != 1 {
 			return usagef("history show: want exactly one entry ID")
 		}
-		st, l, err := c.openLog(ctx)
+		st, l, err := c.openReader(ctx)
 		if err != nil {
 			return err
 		}
@@ -301,7 +306,7 @@ erasure that removed it. For a receipt, the outcome of its call follows.`,
 }
 
 // showEntry prints a stored entry and its payloads, and returns it parsed.
-func showEntry(ctx context.Context, w io.Writer, l *receipts.Log, s receipts.Stored) (*entry.Entry, error) {
+func showEntry(ctx context.Context, w io.Writer, l *receipts.Reader, s receipts.Stored) (*entry.Entry, error) {
 	e, err := entry.Parse(s.Data)
 	if err != nil {
 		return nil, fmt.Errorf("entry %d: %w", s.Index, err)
@@ -333,7 +338,7 @@ func indentJSON(data []byte) string {
 
 // erasureID returns the id of the entry at index idx (an erasure), or its
 // index when it cannot be read.
-func erasureID(ctx context.Context, l *receipts.Log, idx int64) string {
+func erasureID(ctx context.Context, l *receipts.Reader, idx int64) string {
 	for s, err := range l.Entries(ctx, idx, idx+1) {
 		if err == nil {
 			if e, err := entry.Parse(s.Data); err == nil {
