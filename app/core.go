@@ -38,9 +38,9 @@ type core struct {
 	st *store.Store
 	kc Keychain
 
-	log  atomic.Pointer[receipts.Log] // nil until opened
+	log  atomic.Pointer[receipts.Log]    // nil until opened
 	rd   atomic.Pointer[receipts.Reader] // nil until opened, or log's
-	open chan struct{}                // one opening of the log at a time
+	open chan struct{}                   // one opening of the log at a time
 
 	mu  sync.Mutex
 	pol *policy.Store // guarded by mu; nil until opened
