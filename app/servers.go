@@ -251,7 +251,7 @@ func (p *serversPage) remove(s store.Server) {
 			}
 			if len(kept) > 0 {
 				dialog.ShowInformation("Credentials kept", "Removed "+s.Name+", but these credentials stay in the keychain: "+strings.Join(kept, "; ")+
-					". Delete them later with gatehouse secret rm ID.", p.u.win)
+					". Delete them later with gatehouse secret remove ID.", p.u.win)
 			}
 			delete(p.health, s.Name)
 			p.selected = ""

@@ -567,7 +567,7 @@ func statusError(host string, resp *http.Response) error {
 		msg += ": " + text
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		msg += " (check the server's credentials: gatehouse secret ls)"
+		msg += " (check the server's credentials: gatehouse secret list)"
 	}
 	return errors.New(msg)
 }

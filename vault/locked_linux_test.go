@@ -20,7 +20,7 @@ func TestLockedKeyring(t *testing.T) {
 		lockedRole()
 		return
 	}
-	script, err := filepath.Abs(filepath.Join("..", "scripts", "keyring-session.sh"))
+	script, err := filepath.Abs(filepath.Join("..", ".ci", "keyring-session.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}

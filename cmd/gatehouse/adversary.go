@@ -10,20 +10,30 @@ import (
 	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/proof/adversary"
 )
 
+// adversaryServerFlags are the flags of gatehouse adversary-server.
+type adversaryServerFlags struct {
+	record       string
+	parser       string
+	lenient      bool
+	descriptions string
+	lie          bool
+	tools        string
+	http         string
+}
+
 var adversaryServerCmd = &command{
 	name:    adversary.Command,
 	summary: "run the misbehaving MCP server that 'gatehouse eval' and 'gatehouse demo' put behind the proxy",
 	hidden:  true,
-	flags: func(fs *flag.FlagSet) {
-		fs.String("record", "", "append every tool call that runs to `FILE`, before it runs")
-		fs.String("parser", string(adversary.ParserExact), "read JSON-RPC members `exact`ly (as JSON.parse) or as Go's encoding/json does (go)")
-		fs.Bool("lenient", false, "resolve method and tool names loosely (case, width, look-alikes, invisible characters)")
-		fs.String("descriptions", "", "a JSON `FILE` of {\"tool\": \"description\"} read at every tools/list")
-		fs.Bool("lie", false, "annotate every tool as read-only and harmless")
-		fs.String("tools", "", "offer only these `tools` (comma-separated)")
-		fs.String("http", "", "serve streamable HTTP at `ADDR` (host:port; :0 picks a port) instead of stdio, and print the URL")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	flags: flagged(func(fs *flag.FlagSet, f *adversaryServerFlags) {
+		fs.StringVar(&f.record, "record", "", "append every tool call that runs to `FILE`, before it runs")
+		fs.StringVar(&f.parser, "parser", string(adversary.ParserExact), "read JSON-RPC members `exact`ly (as JSON.parse) or as Go's encoding/json does (go)")
+		fs.BoolVar(&f.lenient, "lenient", false, "resolve method and tool names loosely (case, width, look-alikes, invisible characters)")
+		fs.StringVar(&f.descriptions, "descriptions", "", "a JSON `FILE` of {\"tool\": \"description\"} read at every tools/list")
+		fs.BoolVar(&f.lie, "lie", false, "annotate every tool as read-only and harmless")
+		fs.StringVar(&f.tools, "tools", "", "offer only these `tools` (comma-separated)")
+		fs.StringVar(&f.http, "http", "", "serve streamable HTTP at `ADDR` (host:port; :0 picks a port) instead of stdio, and print the URL")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *adversaryServerFlags, args []string) error {
 		pos, err := parse(fs, args, 0)
 		if err != nil {
 			return err
@@ -31,21 +41,20 @@ var adversaryServerCmd = &command{
 		if len(pos) != 0 {
 			return usagef("%s: unexpected argument %q", adversary.Command, pos[0])
 		}
-		str := func(name string) string { return fs.Lookup(name).Value.String() }
 		var only []string
-		if t := str("tools"); t != "" {
+		if t := f.tools; t != "" {
 			only = strings.Split(t, ",")
 		}
 		opts := &adversary.Options{
 			Only:         only,
-			Record:       str("record"),
-			Parser:       adversary.Parser(str("parser")),
-			Lenient:      str("lenient") == "true",
-			Descriptions: str("descriptions"),
-			Lie:          str("lie") == "true",
+			Record:       f.record,
+			Parser:       adversary.Parser(f.parser),
+			Lenient:      f.lenient,
+			Descriptions: f.descriptions,
+			Lie:          f.lie,
 			Stderr:       c.stderr,
 		}
-		if addr := str("http"); addr != "" {
+		if addr := f.http; addr != "" {
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("%s: %w", adversary.Command, err)
@@ -54,5 +63,5 @@ var adversaryServerCmd = &command{
 			return adversary.ServeHTTP(ctx, ln, opts)
 		}
 		return adversary.Serve(ctx, c.stdin, c.stdout, opts)
-	},
+	}),
 }

@@ -23,6 +23,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
+// approvalsFlags are the flags of gatehouse approvals.
+type approvalsFlags struct {
+	auto string
+}
+
 var approvalsCmd = &command{
 	name:    "approvals",
 	usage:   "[--auto once|deny]",
@@ -45,13 +50,12 @@ Requests that arrive meanwhile wait in a queue. When stdin is not a
 terminal, lines read ahead answer the next requests in turn. --auto answers
 every request by itself (for demonstrations and tests) and prints each.
 Ctrl-C stops it; calls still waiting are then denied.`,
-	flags: func(fs *flag.FlagSet) {
-		fs.String("auto", "", "answer every request with `once` or deny, without asking")
-	},
-	run: runApprovals,
+	flags: flagged(func(fs *flag.FlagSet, f *approvalsFlags) {
+		fs.StringVar(&f.auto, "auto", "", "answer every request with `once` or deny, without asking")
+	}, runApprovals),
 }
 
-func runApprovals(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+func runApprovals(ctx context.Context, c *cli, fs *flag.FlagSet, f *approvalsFlags, args []string) error {
 	pos, err := parse(fs, args, 0)
 	if err != nil {
 		return err
@@ -60,7 +64,7 @@ func runApprovals(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 		return usagef("approvals: unexpected argument %q", pos[0])
 	}
 	var auto approval.Scope
-	switch a := fs.Lookup("auto").Value.String(); a {
+	switch a := f.auto; a {
 	case "":
 	case "once", "deny":
 		auto = approval.Scope(a)

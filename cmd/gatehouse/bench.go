@@ -14,6 +14,21 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
+// benchFlags are the flags of gatehouse bench.
+type benchFlags struct {
+	server      string
+	tool        string
+	arg         string
+	governed    bool
+	calls       int
+	concurrency int
+	starts      int
+	payload     int
+	rounds      int
+	proxies     int
+	json        bool
+}
+
 var benchCmd = &command{
 	name:    "bench",
 	usage:   "[--server NAME [--tool TOOL] [--arg ARG]] [--governed] [--calls N] [--concurrency N] [--proxies N] [--starts N] [--payload BYTES] [--rounds N] [--json]",
@@ -46,23 +61,22 @@ once started and at most under the calls) on Linux.
 
 Read the proxy/direct ratio rather than the absolute figures, which depend
 on the machine. docs/performance.md has the figures and what they mean.`,
-	flags: func(fs *flag.FlagSet) {
-		fs.String("server", "", "measure the registered server `NAME` instead of the built-in echo server")
-		fs.String("tool", "echo", "with --server, the `tool` to call")
-		fs.String("arg", "message", "with --server, the tool's string `argument` that carries the message")
-		fs.Bool("governed", false, "measure the proxy with the gate (policy and receipts), not --pass-through")
-		fs.Int("calls", 2000, "calls per mode (direct, proxy)")
-		fs.Int("concurrency", 1, "`n` callers sharing one session")
-		fs.Int("starts", 30, "start-up samples per mode")
-		fs.Int("payload", 100, "`bytes` of each message")
-		fs.Int("rounds", 10, "interleaved rounds per mode the calls are split into")
-		fs.Int("proxies", 0, "also measure `n` proxies making calls at once (--calls in all), writing to one database")
-		fs.Bool("json", false, "print the report as JSON")
-	},
-	run: runBench,
+	flags: flagged(func(fs *flag.FlagSet, f *benchFlags) {
+		fs.StringVar(&f.server, "server", "", "measure the registered server `NAME` instead of the built-in echo server")
+		fs.StringVar(&f.tool, "tool", "echo", "with --server, the `tool` to call")
+		fs.StringVar(&f.arg, "arg", "message", "with --server, the tool's string `argument` that carries the message")
+		fs.BoolVar(&f.governed, "governed", false, "measure the proxy with the gate (policy and receipts), not --pass-through")
+		fs.IntVar(&f.calls, "calls", 2000, "calls per mode (direct, proxy)")
+		fs.IntVar(&f.concurrency, "concurrency", 1, "`n` callers sharing one session")
+		fs.IntVar(&f.starts, "starts", 30, "start-up samples per mode")
+		fs.IntVar(&f.payload, "payload", 100, "`bytes` of each message")
+		fs.IntVar(&f.rounds, "rounds", 10, "interleaved rounds per mode the calls are split into")
+		fs.IntVar(&f.proxies, "proxies", 0, "also measure `n` proxies making calls at once (--calls in all), writing to one database")
+		fs.BoolVar(&f.json, "json", false, "print the report as JSON")
+	}, runBench),
 }
 
-func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, f *benchFlags, args []string) error {
 	pos, err := parse(fs, args, 0)
 	if err != nil {
 		return err
@@ -70,32 +84,30 @@ func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	if len(pos) != 0 {
 		return usagef("bench: unexpected argument %q", pos[0])
 	}
-	get := func(name string) int {
-		n, _ := fs.Lookup(name).Value.(flag.Getter).Get().(int)
-		return n
-	}
 	cfg := bench.Config{
-		Calls:       get("calls"),
-		Concurrency: get("concurrency"),
-		Starts:      get("starts"),
-		Payload:     get("payload"),
-		Rounds:      get("rounds"),
+		Calls:       f.calls,
+		Concurrency: f.concurrency,
+		Starts:      f.starts,
+		Payload:     f.payload,
+		Rounds:      f.rounds,
 	}
-	for _, f := range []string{"calls", "concurrency", "starts", "payload", "rounds"} {
-		if get(f) < 1 {
-			return usagef("bench: --%s must be at least 1", f)
+	for _, n := range []struct {
+		name  string
+		value int
+	}{{"calls", f.calls}, {"concurrency", f.concurrency}, {"starts", f.starts}, {"payload", f.payload}, {"rounds", f.rounds}} {
+		if n.value < 1 {
+			return usagef("bench: --%s must be at least 1", n.name)
 		}
 	}
-	asJSON, _ := fs.Lookup("json").Value.(flag.Getter).Get().(bool)
-	str := func(name string) string { return fs.Lookup(name).Value.String() }
+	asJSON := f.json
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	server := str("server")
+	server := f.server
 	if server == "" && (set["tool"] || set["arg"]) {
 		return usagef("bench: --tool and --arg need --server: the built-in server has only echo(message)")
 	}
-	cfg.Governed = fs.Lookup("governed").Value.String() == "true"
-	if cfg.Proxies = get("proxies"); cfg.Proxies < 0 {
+	cfg.Governed = f.governed
+	if cfg.Proxies = f.proxies; cfg.Proxies < 0 {
 		return usagef("bench: --proxies must not be negative")
 	}
 
@@ -103,7 +115,7 @@ func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		return fmt.Errorf("bench: find the gatehouse binary: %w", err)
 	}
 	if server != "" {
-		if err := c.benchServer(ctx, &cfg, server, str("tool"), str("arg")); err != nil {
+		if err := c.benchServer(ctx, &cfg, server, f.tool, f.arg); err != nil {
 			return err
 		}
 	} else {

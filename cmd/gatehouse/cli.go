@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,13 +31,34 @@ type cli struct {
 
 // A command is one subcommand of gatehouse.
 type command struct {
-	name    string // "server add"
-	usage   string // arguments, after the name
-	summary string // one line
-	help    string // paragraphs after the usage line
-	flags   func(*flag.FlagSet)
-	run     func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
-	hidden  bool // left out of the help: for Gatehouse's own use
+	name    string   // "server list"
+	aliases []string // other last words: "ls" for "server list"
+	usage   string   // arguments, after the name
+	summary string   // one line
+	help    string   // paragraphs after the usage line
+	// run runs a command with no flags of its own; flags declares a
+	// command's flags and returns its run, which reads them through the
+	// typed values it bound ([flagged]). A command has one or the other.
+	run    runFunc
+	flags  func(fs *flag.FlagSet) runFunc
+	hidden bool // left out of the help: for Gatehouse's own use
+}
+
+// runFunc runs a command: fs is its parsed-on-demand flag set (see parse),
+// args what follows the command's name.
+type runFunc func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
+
+// flagged makes a command's flags from a struct of typed values: declare
+// binds the fields of f to flags of fs, and run reads f once they are
+// parsed.
+func flagged[F any](declare func(fs *flag.FlagSet, f *F), run func(ctx context.Context, c *cli, fs *flag.FlagSet, f *F, args []string) error) func(*flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		f := new(F)
+		declare(fs, f)
+		return func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+			return run(ctx, c, fs, f, args)
+		}
+	}
 }
 
 var commands []*command
@@ -46,23 +68,27 @@ func init() {
 		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
 		proxyCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysAdoptCmd, keysExportCmd,
-		secretSetCmd, secretRmCmd, secretLsCmd,
+		secretSetCmd, secretRemoveCmd, secretListCmd,
 		approvalsCmd, pauseCmd, resumeCmd,
 		clientsGovernCmd, clientsUndoCmd, clientsCmd,
 		exportCmd, verifyCmd,
 		// history show before history: lookup takes the first match.
 		historyShowCmd, historyCmd, eraseCmd,
-		policyShowCmd, policySetCmd, policyBudgetCmd, policyRmCmd, policyImportCmd, policyExportCmd, policyExplainCmd,
+		policyShowCmd, policySetCmd, policyBudgetCmd, policyRemoveCmd, policyImportCmd, policyExportCmd, policyExplainCmd,
 	}
 }
 
-// usageError is a mistake in the command line: exit status 2.
-type usageError struct{ msg string }
+// usageError is a mistake in the command line: exit status 2, with the
+// command's usage line.
+type usageError struct {
+	msg string
+	cmd *command // the command whose line it is; nil before one is known
+}
 
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
+	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
 // hintError is an error with a next step for the user.
@@ -106,7 +132,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case errors.As(err, &xerr):
 		return xerr.code
 	case errors.As(err, &uerr):
-		fmt.Fprintf(stderr, "gatehouse: %s\nhint: run 'gatehouse help' for usage\n", uerr.msg)
+		fmt.Fprintf(stderr, "gatehouse: %s\n", uerr.msg)
+		if cmd := uerr.cmd; cmd != nil {
+			fmt.Fprintf(stderr, "usage: %s\nhint: gatehouse %s --help says more\n", strings.TrimSpace("gatehouse "+cmd.name+" "+strings.Split(cmd.usage, "\n")[0]), cmd.name)
+		} else {
+			fmt.Fprintf(stderr, "usage: gatehouse [--home DIR] COMMAND [ARGUMENTS]\nhint: gatehouse help lists the commands\n")
+		}
 		return 2
 	case errors.As(err, &herr):
 		fmt.Fprintf(stderr, "gatehouse: %v\nhint: %s\n", err, herr.hint)
@@ -119,7 +150,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 func (c *cli) dispatch(ctx context.Context, args []string) error {
 	// Global flags may come before the command.
-	fs := c.flagSet("gatehouse", nil)
+	fs := c.flagSet("gatehouse")
 	fs.Usage = func() { c.printHelp(c.stdout) }
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -132,7 +163,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 	if args[0] == "help" {
 		if len(args) > 1 {
 			if cmd, _ := lookup(args[1:]); cmd != nil {
-				c.printCommandHelp(c.stdout, cmd, c.flagSet(cmd.name, cmd.flags))
+				fs, _ := c.commandFlags(cmd)
+				c.printCommandHelp(c.stdout, cmd, fs)
 				return nil
 			}
 		}
@@ -146,16 +178,41 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		}
 		return usagef("unknown command %q", args[0])
 	}
-	cfs := c.flagSet(cmd.name, cmd.flags)
-	cfs.Usage = func() { c.printCommandHelp(c.stdout, cmd, cfs) }
-	return cmd.run(ctx, c, cfs, rest)
+	cfs, run := c.commandFlags(cmd)
+	// The flag package calls Usage for -h and for a bad flag alike: the
+	// help goes to stdout for the first only (below), a bad flag is a usage
+	// error like any other.
+	cfs.Usage = func() {}
+	err := run(ctx, c, cfs, rest)
+	if errors.Is(err, flag.ErrHelp) {
+		c.printCommandHelp(c.stdout, cmd, cfs)
+		return nil
+	}
+	if uerr := (*usageError)(nil); errors.As(err, &uerr) && uerr.cmd == nil {
+		uerr.cmd = cmd
+	}
+	return err
 }
 
-// lookup finds the command named by the first one or two words of args.
+// commandFlags returns cmd's flag set, the global flags and its own, and
+// the function that runs it.
+func (c *cli) commandFlags(cmd *command) (*flag.FlagSet, runFunc) {
+	fs := c.flagSet(cmd.name)
+	if cmd.flags != nil {
+		return fs, cmd.flags(fs)
+	}
+	return fs, cmd.run
+}
+
+// lookup finds the command named by the first one or two words of args,
+// the last of them its name's or one of its aliases.
 func lookup(args []string) (*command, []string) {
 	for _, cmd := range commands {
 		words := strings.Fields(cmd.name)
-		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == cmd.name {
+		if len(args) < len(words) || !slices.Equal(args[:len(words)-1], words[:len(words)-1]) {
+			continue
+		}
+		if last := args[len(words)-1]; last == words[len(words)-1] || slices.Contains(cmd.aliases, last) {
 			return cmd, args[len(words):]
 		}
 	}
@@ -173,15 +230,12 @@ func subcommands(group string) []string {
 	return subs
 }
 
-// flagSet returns a flag set with the global flags and the command's own.
-func (c *cli) flagSet(name string, own func(*flag.FlagSet)) *flag.FlagSet {
+// flagSet returns a flag set with the global flags.
+func (c *cli) flagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.home, "home", c.home, "Gatehouse home `folder` (default $GATEHOUSE_HOME, else the user config folder)")
 	fs.TextVar(&c.logLevel, "log-level", &c.logLevel, "log `level`: debug, info, warn or error")
-	if own != nil {
-		own(fs)
-	}
 	return fs
 }
 
@@ -194,7 +248,7 @@ func parse(fs *flag.FlagSet, args []string, stopAfter int) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err // the flag package has printed the usage
+				return nil, err // dispatch prints the command's help
 			}
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
@@ -241,7 +295,12 @@ Commands:
 		if cmd.hidden {
 			continue
 		}
-		fmt.Fprintf(w, "  %-14s %s\n", cmd.name, cmd.summary)
+		summary := cmd.summary
+		if len(cmd.aliases) > 0 {
+			group, _, _ := strings.Cut(cmd.name, " ")
+			summary += " (also: " + group + " " + strings.Join(cmd.aliases, ", ") + ")"
+		}
+		fmt.Fprintf(w, "  %-18s %s\n", cmd.name, summary)
 	}
 	fmt.Fprint(w, `
 Global flags (before or after the command):

@@ -18,6 +18,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
+// clientsFlags are the flags of gatehouse clients.
+type clientsFlags struct {
+	json bool
+}
+
 var clientsCmd = &command{
 	name:    "clients",
 	summary: "list the MCP clients on this machine, their servers, and which are governed",
@@ -36,10 +41,17 @@ server entry's state:
   shadowed                 a project server Claude Code does not run (a local one has its name)
 
 Nothing secret is shown: no environment values, no headers.`,
-	flags: func(fs *flag.FlagSet) {
-		fs.Bool("json", false, "print JSON")
-	},
-	run: runClients,
+	flags: flagged(func(fs *flag.FlagSet, f *clientsFlags) {
+		fs.BoolVar(&f.json, "json", false, "print JSON")
+	}, runClients),
+}
+
+// clientsChangeFlags are the flags of gatehouse clients govern and undo.
+type clientsChangeFlags struct {
+	server listFlag
+	secret listFlag
+	dryRun bool
+	force  bool
 }
 
 var clientsGovernCmd = &command{
@@ -72,15 +84,14 @@ Examples:
   gatehouse clients govern --dry-run
   gatehouse clients govern claude-desktop
   gatehouse clients govern claude-code --server github --secret GITHUB_ORG`,
-	flags: func(fs *flag.FlagSet) {
-		fs.Var(&listFlag{}, "server", "only the entry called `NAME` (repeatable)")
-		fs.Var(&listFlag{}, "secret", "also keep environment variable or header `VAR` in the keychain (repeatable)")
-		fs.Bool("dry-run", false, "print the diff of each file; write nothing")
-		fs.Bool("force", false, "write Claude Desktop's file even while it runs")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
-		return runClientsChange(ctx, c, fs, args, false)
-	},
+	flags: flagged(func(fs *flag.FlagSet, f *clientsChangeFlags) {
+		fs.Var(&f.server, "server", "only the entry called `NAME` (repeatable)")
+		fs.Var(&f.secret, "secret", "also keep environment variable or header `VAR` in the keychain (repeatable)")
+		fs.BoolVar(&f.dryRun, "dry-run", false, "print the diff of each file; write nothing")
+		fs.BoolVar(&f.force, "force", false, "write Claude Desktop's file even while it runs")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *clientsChangeFlags, args []string) error {
+		return runClientsChange(ctx, c, fs, f, args, false)
+	}),
 }
 
 var clientsUndoCmd = &command{
@@ -96,14 +107,13 @@ their secrets, are removed once no governed entry runs through them.
 An entry changed since it was governed is left alone: --force puts the
 original back over the change (and writes Claude Desktop's file while it
 runs).`,
-	flags: func(fs *flag.FlagSet) {
-		fs.Var(&listFlag{}, "server", "only the entry called `NAME` (repeatable)")
-		fs.Bool("dry-run", false, "print the diff of each file; write nothing")
-		fs.Bool("force", false, "undo entries changed since governing, and write while Claude Desktop runs")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
-		return runClientsChange(ctx, c, fs, args, true)
-	},
+	flags: flagged(func(fs *flag.FlagSet, f *clientsChangeFlags) {
+		fs.Var(&f.server, "server", "only the entry called `NAME` (repeatable)")
+		fs.BoolVar(&f.dryRun, "dry-run", false, "print the diff of each file; write nothing")
+		fs.BoolVar(&f.force, "force", false, "undo entries changed since governing, and write while Claude Desktop runs")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *clientsChangeFlags, args []string) error {
+		return runClientsChange(ctx, c, fs, f, args, true)
+	}),
 }
 
 // openClients opens the store and a clients.Manager over it.
@@ -155,7 +165,7 @@ func gatehouseExecutable() (string, error) {
 	return exe, nil
 }
 
-func runClients(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+func runClients(ctx context.Context, c *cli, fs *flag.FlagSet, f *clientsFlags, args []string) error {
 	pos, err := parse(fs, args, 0)
 	if err != nil {
 		return err
@@ -172,7 +182,7 @@ func runClients(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 	if err != nil {
 		return err
 	}
-	if fs.Lookup("json").Value.String() == "true" {
+	if f.json {
 		return printClientsJSON(c.stdout, cs)
 	}
 	home, _ := os.UserHomeDir()
@@ -299,7 +309,7 @@ func printClientsJSON(w io.Writer, cs []clients.Client) error {
 	return enc.Encode(out)
 }
 
-func runClientsChange(ctx context.Context, c *cli, fs *flag.FlagSet, args []string, undo bool) error {
+func runClientsChange(ctx context.Context, c *cli, fs *flag.FlagSet, f *clientsChangeFlags, args []string, undo bool) error {
 	verb := "govern"
 	if undo {
 		verb = "undo"
@@ -312,11 +322,11 @@ func runClientsChange(ctx context.Context, c *cli, fs *flag.FlagSet, args []stri
 		return usagef("clients %s: want at most one CLIENT, got %s", verb, strings.Join(pos, " "))
 	}
 	sel := clients.Selection{
-		Servers: *fs.Lookup("server").Value.(*listFlag),
-		Force:   fs.Lookup("force").Value.String() == "true",
+		Servers: f.server,
+		Force:   f.force,
 	}
 	if !undo {
-		sel.Secrets = *fs.Lookup("secret").Value.(*listFlag)
+		sel.Secrets = f.secret
 	}
 	if len(pos) == 1 {
 		id, err := clients.ParseID(pos[0])
@@ -325,7 +335,7 @@ func runClientsChange(ctx context.Context, c *cli, fs *flag.FlagSet, args []stri
 		}
 		sel.Clients = []clients.ID{id}
 	}
-	dry := fs.Lookup("dry-run").Value.String() == "true"
+	dry := f.dryRun
 	st, m, err := c.openClients(ctx)
 	if err != nil {
 		return err

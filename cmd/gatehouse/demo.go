@@ -13,6 +13,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
+// demoFlags are the flags of gatehouse demo.
+type demoFlags struct {
+	keep bool
+}
+
 var demoCmd = &command{
 	name:    "demo",
 	usage:   "[--keep]",
@@ -30,13 +35,12 @@ if a step did not behave.
 It runs in a temporary home folder (--home is not used) with a keychain
 held in memory for the length of the run, so it needs no keychain and no
 display, and leaves nothing behind (--keep keeps the home folder).`,
-	flags: func(fs *flag.FlagSet) {
-		fs.Bool("keep", false, "keep the temporary home folder")
-	},
-	run: runDemo,
+	flags: flagged(func(fs *flag.FlagSet, f *demoFlags) {
+		fs.BoolVar(&f.keep, "keep", false, "keep the temporary home folder")
+	}, runDemo),
 }
 
-func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, f *demoFlags, args []string) error {
 	pos, err := parse(fs, args, 0)
 	if err != nil {
 		return err
@@ -57,7 +61,7 @@ func runDemo(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
 		},
 		Server: []string{exe, adversary.Command},
 		Out:    c.stdout,
-		Keep:   fs.Lookup("keep").Value.String() == "true",
+		Keep:   f.keep,
 	})
 	if errors.Is(err, demo.ErrMisbehaved) {
 		fmt.Fprintln(c.stderr, "gatehouse: demo: a step did not behave (see ✘ above)")

@@ -12,6 +12,17 @@ import (
 	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/proof"
 )
 
+// evalFlags are the flags of gatehouse eval.
+type evalFlags struct {
+	faults bool
+	run    string
+	calls  int
+	json   bool
+	quiet  bool
+	keep   bool
+	seed   uint64
+}
+
 var evalCmd = &command{
 	name:    "eval",
 	usage:   "[--faults [--calls N] [--seed N]] [--run REGEXP] [--json] [--quiet] [--keep]",
@@ -49,19 +60,18 @@ elsewhere it uses yours, under throw-away names it removes afterwards.
 It prints a table of families, cases and results. The exit status is 0
 when every case held, 1 when any slipped, 2 when it could not run.
 docs/security.md says which case covers which claim.`,
-	flags: func(fs *flag.FlagSet) {
-		fs.Bool("faults", false, "run the fault injection instead of the attacks")
-		fs.String("run", "", "run only the cases whose \"family/case\" matches `REGEXP`")
-		fs.Int("calls", 3000, "with --faults: `n` calls across which proxies are killed")
-		fs.Uint64("seed", 0, "with --faults: seed the random kills with `n` (0: a new seed; the report names it)")
-		fs.Bool("json", false, "print the report as JSON")
-		fs.Bool("quiet", false, "do not print each case as it ends (on stderr)")
-		fs.Bool("keep", false, "keep the temporary homes for inspection")
-	},
-	run: runEval,
+	flags: flagged(func(fs *flag.FlagSet, f *evalFlags) {
+		fs.BoolVar(&f.faults, "faults", false, "run the fault injection instead of the attacks")
+		fs.StringVar(&f.run, "run", "", "run only the cases whose \"family/case\" matches `REGEXP`")
+		fs.IntVar(&f.calls, "calls", 3000, "with --faults: `n` calls across which proxies are killed")
+		fs.Uint64Var(&f.seed, "seed", 0, "with --faults: seed the random kills with `n` (0: a new seed; the report names it)")
+		fs.BoolVar(&f.json, "json", false, "print the report as JSON")
+		fs.BoolVar(&f.quiet, "quiet", false, "do not print each case as it ends (on stderr)")
+		fs.BoolVar(&f.keep, "keep", false, "keep the temporary homes for inspection")
+	}, runEval),
 }
 
-func runEval(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+func runEval(ctx context.Context, c *cli, fs *flag.FlagSet, f *evalFlags, args []string) error {
 	pos, err := parse(fs, args, 0)
 	if err != nil {
 		return err
@@ -69,12 +79,11 @@ func runEval(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
 	if len(pos) != 0 {
 		return usagef("eval: unexpected argument %q", pos[0])
 	}
-	get := func(name string) any { return fs.Lookup(name).Value.(flag.Getter).Get() }
-	cfg := proof.Config{Keep: get("keep").(bool), Calls: get("calls").(int), Seed: get("seed").(uint64)}
+	cfg := proof.Config{Keep: f.keep, Calls: f.calls, Seed: f.seed}
 	if cfg.Calls < 1 {
 		return usagef("eval: --calls must be at least 1")
 	}
-	if re := get("run").(string); re != "" {
+	if re := f.run; re != "" {
 		if cfg.Match, err = regexp.Compile(re); err != nil {
 			return usagef("eval: --run: %v", err)
 		}
@@ -82,7 +91,7 @@ func runEval(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
 	if cfg.Gatehouse, err = os.Executable(); err != nil {
 		return fmt.Errorf("eval: find the gatehouse binary: %w", err)
 	}
-	if !get("quiet").(bool) {
+	if !f.quiet {
 		cfg.Progress = c.stderr
 	}
 	kc, err := proof.OpenKeychain(ctx)
@@ -97,7 +106,7 @@ func runEval(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
 	cfg.Keychain = kc
 
 	run, what := proof.Eval, "attacks"
-	if get("faults").(bool) {
+	if f.faults {
 		run, what = proof.Faults, "faults"
 	}
 	fmt.Fprintf(c.stderr, "gatehouse eval: %s against real proxies, each in a temporary home, with %s\n", what, kc.Describe)
@@ -106,16 +115,16 @@ func runEval(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error
 		return fmt.Errorf("eval: %w", err)
 	}
 	if len(rep.Results) == 0 {
-		return usagef("eval: --run %q matches no case", get("run"))
+		return usagef("eval: --run %q matches no case", f.run)
 	}
-	if get("json").(bool) {
+	if f.json {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return err
 		}
 	} else {
-		if !get("quiet").(bool) {
+		if !f.quiet {
 			fmt.Fprintln(c.stderr)
 		}
 		if err := rep.WriteText(c.stdout); err != nil {

@@ -30,6 +30,19 @@ func (l *valuesFlag) Set(v string) error {
 	return nil
 }
 
+// exportFlags are the flags of gatehouse export.
+type exportFlags struct {
+	out             string
+	from            string
+	to              string
+	server          valuesFlag
+	decision        valuesFlag
+	status          valuesFlag
+	kind            valuesFlag
+	sinceCheckpoint string
+	noPayloads      bool
+}
+
 var exportCmd = &command{
 	name:    "export",
 	usage:   "--out PATH [--from TIME] [--to TIME] [--server NAME]... [--decision D]... [--status S]... [--kind K]... [--since-checkpoint FILE] [--no-payloads]",
@@ -63,40 +76,37 @@ rewritten in between), and the export fails if it does not.
 
 The bundle is readable by you alone: it holds arguments and results
 (leave them out with --no-payloads).`,
-	flags: func(fs *flag.FlagSet) {
-		fs.String("out", "", "write the bundle to `PATH` (a new folder, or PATH.tar.gz)")
-		fs.String("from", "", "entries at or after `TIME` (RFC 3339 or YYYY-MM-DD)")
-		fs.String("to", "", "entries before `TIME` (RFC 3339, or YYYY-MM-DD for the end of that day)")
-		fs.Var(&valuesFlag{}, "server", "calls to server `NAME` (repeatable)")
-		fs.Var(&valuesFlag{}, "decision", "calls with `DECISION` ALLOW, DENY or APPROVAL_REQUIRED (repeatable)")
-		fs.Var(&valuesFlag{}, "status", "calls whose outcome has `STATUS` SUCCEEDED, FAILED or UNKNOWN (repeatable)")
-		fs.Var(&valuesFlag{}, "kind", "entries of `KIND` receipt, outcome, key, policy, pin or erasure (repeatable)")
-		fs.String("since-checkpoint", "", "prove the log consistent with the checkpoint `FILE` of an earlier export")
-		fs.Bool("no-payloads", false, "leave arguments and results out: commitments only")
-	},
-	run: runExport,
+	flags: flagged(func(fs *flag.FlagSet, f *exportFlags) {
+		fs.StringVar(&f.out, "out", "", "write the bundle to `PATH` (a new folder, or PATH.tar.gz)")
+		fs.StringVar(&f.from, "from", "", "entries at or after `TIME` (RFC 3339 or YYYY-MM-DD)")
+		fs.StringVar(&f.to, "to", "", "entries before `TIME` (RFC 3339, or YYYY-MM-DD for the end of that day)")
+		fs.Var(&f.server, "server", "calls to server `NAME` (repeatable)")
+		fs.Var(&f.decision, "decision", "calls with `DECISION` ALLOW, DENY or APPROVAL_REQUIRED (repeatable)")
+		fs.Var(&f.status, "status", "calls whose outcome has `STATUS` SUCCEEDED, FAILED or UNKNOWN (repeatable)")
+		fs.Var(&f.kind, "kind", "entries of `KIND` receipt, outcome, key, policy, pin or erasure (repeatable)")
+		fs.StringVar(&f.sinceCheckpoint, "since-checkpoint", "", "prove the log consistent with the checkpoint `FILE` of an earlier export")
+		fs.BoolVar(&f.noPayloads, "no-payloads", false, "leave arguments and results out: commitments only")
+	}, runExport),
 }
 
-func runExport(ctx context.Context, c *cli, flags *flag.FlagSet, args []string) error {
+func runExport(ctx context.Context, c *cli, flags *flag.FlagSet, f *exportFlags, args []string) error {
 	if err := noArgs(flags, args); err != nil {
 		return err
 	}
-	str := func(name string) string { return flags.Lookup(name).Value.String() }
-	list := func(name string) []string { return *flags.Lookup(name).Value.(*valuesFlag) }
-	out := str("out")
+	out := f.out
 	if out == "" {
 		return usagef("export: --out PATH is required")
 	}
-	filter, err := exportFilter(str("from"), str("to"), list("server"), list("decision"), list("status"), list("kind"))
+	filter, err := exportFilter(f.from, f.to, f.server, f.decision, f.status, f.kind)
 	if err != nil {
 		return err
 	}
 	opts := &receipts.ExportOptions{
 		Filter:     filter,
-		NoPayloads: flags.Lookup("no-payloads").Value.(flag.Getter).Get().(bool),
+		NoPayloads: f.noPayloads,
 		Generator:  "gatehouse " + buildVersion(),
 	}
-	if name := str("since-checkpoint"); name != "" {
+	if name := f.sinceCheckpoint; name != "" {
 		if opts.Since, err = os.ReadFile(name); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}

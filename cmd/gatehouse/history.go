@@ -30,25 +30,30 @@ Times (--from, --to) are a date (2026-05-01), a local date and time
 (2026-05-01T14:30), RFC 3339, or a duration ago (90m, 24h, 7d).`
 
 // queryFlags are the flags that select entries, for history and erase.
-func queryFlags(fs *flag.FlagSet) {
-	fs.Var(&timeValue{}, "from", "only entries at or after `TIME`")
-	fs.Var(&timeValue{}, "to", "only entries before `TIME`")
-	fs.String("server", "", "only calls to server `NAME`")
-	fs.String("decision", "", "only `DECISION`s: allow, deny or approval_required")
-	fs.String("status", "", "only calls that ended with `STATUS`: succeeded, failed or unknown")
-	fs.String("kind", "", "only entries of `KIND`: receipt, outcome, key, policy, pin or erasure")
+type queryFlags struct {
+	from, to                       timeValue
+	server, decision, status, kind string
 }
 
-// queryOf reads the query flags and the words into a query.
-func queryOf(fs *flag.FlagSet, words string) (receipts.Query, error) {
+func (f *queryFlags) declare(fs *flag.FlagSet) {
+	fs.Var(&f.from, "from", "only entries at or after `TIME`")
+	fs.Var(&f.to, "to", "only entries before `TIME`")
+	fs.StringVar(&f.server, "server", "", "only calls to server `NAME`")
+	fs.StringVar(&f.decision, "decision", "", "only `DECISION`s: allow, deny or approval_required")
+	fs.StringVar(&f.status, "status", "", "only calls that ended with `STATUS`: succeeded, failed or unknown")
+	fs.StringVar(&f.kind, "kind", "", "only entries of `KIND`: receipt, outcome, key, policy, pin or erasure")
+}
+
+// query reads the query flags and the words into a query.
+func (f *queryFlags) query(fs *flag.FlagSet, words string) (receipts.Query, error) {
 	q := receipts.Query{
 		Text:     words,
-		From:     fs.Lookup("from").Value.(*timeValue).t,
-		To:       fs.Lookup("to").Value.(*timeValue).t,
-		Server:   fs.Lookup("server").Value.String(),
-		Decision: strings.ToUpper(fs.Lookup("decision").Value.String()),
-		Status:   strings.ToUpper(fs.Lookup("status").Value.String()),
-		Kind:     strings.ToLower(fs.Lookup("kind").Value.String()),
+		From:     f.from.t,
+		To:       f.to.t,
+		Server:   f.server,
+		Decision: strings.ToUpper(f.decision),
+		Status:   strings.ToUpper(f.status),
+		Kind:     strings.ToLower(f.kind),
 	}
 	switch q.Decision {
 	case "", entry.Allow, entry.Deny, entry.ApprovalRequired:
@@ -105,6 +110,15 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("want a date (2026-05-01), a date and time (2026-05-01T14:30, RFC 3339) or a duration ago (90m, 24h, 7d)")
 }
 
+// historyFlags are the flags of gatehouse history.
+type historyFlags struct {
+	queryFlags
+	limit        int
+	before       int64
+	json         bool
+	upgradeIndex bool
+}
+
 var historyCmd = &command{
 	name:    "history",
 	usage:   "[QUERY] [--from TIME] [--to TIME] [--server NAME] [--decision D] [--status S] [--kind K] [--limit N] [--before N] [--json] | --upgrade-index",
@@ -125,31 +139,30 @@ Examples:
   gatehouse history --decision deny --from 7d
   gatehouse history alice@example.com
   gatehouse history '"drop table"' --server postgres --json`,
-	flags: func(fs *flag.FlagSet) {
-		queryFlags(fs)
-		fs.Int("limit", 20, "show `N` entries per page, at most 1000")
-		fs.Int64("before", 0, "start below entry `INDEX` (the next page's cursor)")
-		fs.Bool("json", false, "print JSON")
-		fs.Bool("upgrade-index", false, "finish the upgrade of the search index now, and search nothing")
-	},
-	run: runHistory,
+	flags: flagged(func(fs *flag.FlagSet, f *historyFlags) {
+		f.queryFlags.declare(fs)
+		fs.IntVar(&f.limit, "limit", 20, "show `N` entries per page, at most 1000")
+		fs.Int64Var(&f.before, "before", 0, "start below entry `INDEX` (the next page's cursor)")
+		fs.BoolVar(&f.json, "json", false, "print JSON")
+		fs.BoolVar(&f.upgradeIndex, "upgrade-index", false, "finish the upgrade of the search index now, and search nothing")
+	}, runHistory),
 }
 
-func runHistory(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+func runHistory(ctx context.Context, c *cli, fs *flag.FlagSet, f *historyFlags, args []string) error {
 	pos, err := parse(fs, args, 0)
 	if err != nil {
 		return err
 	}
-	q, err := queryOf(fs, strings.Join(pos, " "))
+	q, err := f.query(fs, strings.Join(pos, " "))
 	if err != nil {
 		return err
 	}
-	q.Limit = fs.Lookup("limit").Value.(flag.Getter).Get().(int)
-	q.Before = fs.Lookup("before").Value.(flag.Getter).Get().(int64)
+	q.Limit = f.limit
+	q.Before = f.before
 	if q.Limit < 1 || q.Before < 0 {
 		return usagef("history: --limit must be at least 1 and --before not negative")
 	}
-	upgrade := fs.Lookup("upgrade-index").Value.String() == "true"
+	upgrade := f.upgradeIndex
 	if upgrade && (!q.IsZero() || q.Before != 0) {
 		return usagef("history: --upgrade-index searches nothing: give it alone")
 	}
@@ -173,7 +186,7 @@ func runHistory(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) er
 	if left, upgrading, err := l.IndexBacklog(ctx); err == nil && upgrading && left > 0 && q.Text != "" {
 		fmt.Fprintf(c.stderr, "note: the search index is being upgraded; %d older entries have yet to move, and words typed part way are slower to find in them\nhint: the tray app finishes it in the background, or run: gatehouse history --upgrade-index\n", left)
 	}
-	if fs.Lookup("json").Value.String() == "true" {
+	if f.json {
 		return printHitsJSON(c.stdout, page)
 	}
 	if len(page.Hits) == 0 {
@@ -349,6 +362,14 @@ func erasureID(ctx context.Context, l *receipts.Reader, idx int64) string {
 	return fmt.Sprintf("the entry at index %d", idx)
 }
 
+// eraseFlags are the flags of gatehouse erase.
+type eraseFlags struct {
+	queryFlags
+	reason string
+	match  matchValue
+	yes    bool
+}
+
 var eraseCmd = &command{
 	name:    "erase",
 	usage:   "ID... --reason TEXT | --match QUERY --reason TEXT [--yes] [--from TIME] [--to TIME] [--server NAME] ...",
@@ -370,13 +391,12 @@ Examples:
   gatehouse erase r-k3x2... o-9fqa... --reason "GDPR request 42"
   gatehouse erase --match alice@example.com --reason "GDPR request 42"
   gatehouse erase --match '' --to 2026-01-01 --reason "retention: 90 days" --yes`,
-	flags: func(fs *flag.FlagSet) {
-		fs.String("reason", "", "why, recorded in the erasure entry (required; no personal data: it cannot be erased)")
-		fs.Var(&matchValue{}, "match", "erase the payloads of the entries that match `QUERY`")
-		fs.Bool("yes", false, "with --match, do not ask for confirmation")
-		queryFlags(fs)
-	},
-	run: runErase,
+	flags: flagged(func(fs *flag.FlagSet, f *eraseFlags) {
+		fs.StringVar(&f.reason, "reason", "", "why, recorded in the erasure entry (required; no personal data: it cannot be erased)")
+		fs.Var(&f.match, "match", "erase the payloads of the entries that match `QUERY`")
+		fs.BoolVar(&f.yes, "yes", false, "with --match, do not ask for confirmation")
+		f.queryFlags.declare(fs)
+	}, runErase),
 }
 
 // matchValue is --match: a query, and whether it was given at all (an
@@ -389,14 +409,14 @@ type matchValue struct {
 func (v *matchValue) String() string     { return v.s }
 func (v *matchValue) Set(s string) error { v.s, v.set = s, true; return nil }
 
-func runErase(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+func runErase(ctx context.Context, c *cli, fs *flag.FlagSet, f *eraseFlags, args []string) error {
 	pos, err := parse(fs, args, 0)
 	if err != nil {
 		return err
 	}
-	reason := strings.TrimSpace(fs.Lookup("reason").Value.String())
-	match := fs.Lookup("match").Value.(*matchValue)
-	q, err := queryOf(fs, match.s)
+	reason := strings.TrimSpace(f.reason)
+	match := &f.match
+	q, err := f.query(fs, match.s)
 	if err != nil {
 		return err
 	}
@@ -442,7 +462,7 @@ func runErase(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		fmt.Fprintln(c.stderr, "gatehouse: no payloads to erase: no entry that matches holds one")
 		return nil
 	}
-	if fs.Lookup("yes").Value.String() != "true" {
+	if !f.yes {
 		fmt.Fprintf(c.stderr, "gatehouse: erase the payloads of %d %s? This cannot be undone. [y/N] ", n, plural(n, "entry", "entries"))
 		answer, _ := bufio.NewReader(c.stdin).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {

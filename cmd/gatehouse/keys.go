@@ -19,6 +19,7 @@ import (
 
 var keysListCmd = &command{
 	name:    "keys list",
+	aliases: []string{"ls"},
 	summary: "list the evidence log's signing keys",
 	help: `
 Every key that has signed the log is announced in it, with its public key,
@@ -74,6 +75,11 @@ var keysRotateCmd = &command{
 	},
 }
 
+// keysAdoptFlags are the flags of gatehouse keys adopt.
+type keysAdoptFlags struct {
+	custodyBreak bool
+}
+
 var keysAdoptCmd = &command{
 	name:    "keys adopt",
 	usage:   "--custody-break",
@@ -87,14 +93,13 @@ this command announces the keychain's key in the log, signed by itself. From
 then on the log is signed again; 'gatehouse verify' reports the break at
 that entry (what the new key signs is vouched for by nothing before it), and
 entries before it still verify with the old public key kept in the log.`,
-	flags: func(fs *flag.FlagSet) {
-		fs.Bool("custody-break", false, "confirm that verification will report a break in custody at this point")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	flags: flagged(func(fs *flag.FlagSet, f *keysAdoptFlags) {
+		fs.BoolVar(&f.custodyBreak, "custody-break", false, "confirm that verification will report a break in custody at this point")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *keysAdoptFlags, args []string) error {
 		if err := noArgs(fs, args); err != nil {
 			return err
 		}
-		if fs.Lookup("custody-break").Value.String() != "true" {
+		if !f.custodyBreak {
 			return usagef("keys adopt: say --custody-break to confirm that verification will report a break in custody here")
 		}
 		st, err := c.openStore(ctx)
@@ -119,16 +124,20 @@ entries before it still verify with the old public key kept in the log.`,
 		fmt.Fprintf(c.stderr, "gatehouse: the log is signed by %s from now on; verification reports a break in custody where it was adopted\n", l.KeyID())
 		fmt.Fprintf(c.stderr, "hint: give auditors the new public key: gatehouse keys export-public\n")
 		return nil
-	},
+	}),
+}
+
+// keysExportFlags are the flags of gatehouse keys export-public.
+type keysExportFlags struct {
+	format string
 }
 
 var keysExportCmd = &command{
 	name:    "keys export-public",
 	summary: "print the public keys that verify the log (JWKS, PEM or raw)",
-	flags: func(fs *flag.FlagSet) {
-		fs.String("format", "jwks", "`format`: jwks (every key), pem or raw (the current key, base64)")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	flags: flagged(func(fs *flag.FlagSet, f *keysExportFlags) {
+		fs.StringVar(&f.format, "format", "jwks", "`format`: jwks (every key), pem or raw (the current key, base64)")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *keysExportFlags, args []string) error {
 		if err := noArgs(fs, args); err != nil {
 			return err
 		}
@@ -147,7 +156,7 @@ var keysExportCmd = &command{
 				current = k.Public
 			}
 		}
-		switch format := fs.Lookup("format").Value.String(); format {
+		switch format := f.format; format {
 		case "jwks":
 			type jwk struct {
 				Kty string `json:"kty"`
@@ -180,7 +189,7 @@ var keysExportCmd = &command{
 		default:
 			return usagef("keys export-public: unknown --format %q (jwks, pem, raw)", format)
 		}
-	},
+	}),
 }
 
 // noArgs parses flags and refuses positional arguments.

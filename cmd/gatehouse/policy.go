@@ -52,6 +52,16 @@ var policyShowCmd = &command{
 	},
 }
 
+// policySetFlags are the flags of gatehouse policy set.
+type policySetFlags struct {
+	client string
+	risk   string
+	id     string
+	note   string
+	secret listFlag
+	cs     constraintFlags // --arg and its conditions
+}
+
 var policySetCmd = &command{
 	name:    "policy set",
 	usage:   "CAPABILITY DECISION [--client NAME] [--risk RISK] [--arg ARG (--under DIR | --equals V | --matches RE)]... [--id ID] [--note TEXT] [--secret ID]...\n       gatehouse policy set --risk RISK DECISION\n       gatehouse policy set default DECISION",
@@ -87,23 +97,23 @@ Examples:
   gatehouse policy set default DENY
   gatehouse policy set mcp.github.create_issue ALLOW --secret gh-token
 ` + policyHelp,
-	flags: func(fs *flag.FlagSet) {
-		fs.String("client", "", "only calls from the client `NAME` (a glob)")
-		fs.String("risk", "", "only tools of the `RISK` class; alone: that class's default")
-		fs.String("id", "", "the rule's `ID` (replaces the rule with this id)")
-		fs.String("note", "", "why, for people reading the policy")
-		fs.Var(&listFlag{}, "secret", "bind the vault secret `ID` to the calls this ALLOW rule allows (repeatable)")
-		cs := &constraintFlags{}
+	flags: flagged(func(fs *flag.FlagSet, f *policySetFlags) {
+		fs.StringVar(&f.client, "client", "", "only calls from the client `NAME` (a glob)")
+		fs.StringVar(&f.risk, "risk", "", "only tools of the `RISK` class; alone: that class's default")
+		fs.StringVar(&f.id, "id", "", "the rule's `ID` (replaces the rule with this id)")
+		fs.StringVar(&f.note, "note", "", "why, for people reading the policy")
+		fs.Var(&f.secret, "secret", "bind the vault secret `ID` to the calls this ALLOW rule allows (repeatable)")
+		cs := &f.cs
 		fs.Var(argFlag{cs}, "arg", "start a constraint on the argument `ARG` (a name or a JSON pointer)")
 		fs.Var(condFlag{cs, "under"}, "under", "the --arg is a path inside `DIR`")
 		fs.Var(condFlag{cs, "equals"}, "equals", "the --arg equals `VALUE`")
 		fs.Var(condFlag{cs, "matches"}, "matches", "the whole --arg matches the regular expression `RE`")
-	},
-	run: runPolicySet,
+	}, runPolicySet),
 }
 
-var policyRmCmd = &command{
-	name:    "policy rm",
+var policyRemoveCmd = &command{
+	name:    "policy remove",
+	aliases: []string{"rm"},
 	usage:   "ID",
 	summary: "remove a rule or a budget (or a risk default, default:RISK)",
 	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
@@ -112,17 +122,17 @@ var policyRmCmd = &command{
 			return err
 		}
 		if len(pos) != 1 {
-			return usagef("policy rm: want exactly one rule ID")
+			return usagef("policy remove: want exactly one rule ID")
 		}
 		id := pos[0]
 		if id == "default" {
-			return usagef("policy rm: the global default cannot be removed; change it with: gatehouse policy set default DECISION")
+			return usagef("policy remove: the global default cannot be removed; change it with: gatehouse policy set default DECISION")
 		}
 		return c.changePolicy(ctx, func(p *policy.Policy) error {
 			if r, ok := strings.CutPrefix(id, "default:"); ok {
 				risk, err := policy.ParseRisk(r)
 				if err != nil {
-					return usagef("policy rm: %v", err)
+					return usagef("policy remove: %v", err)
 				}
 				if _, ok := p.Defaults[risk]; !ok {
 					return withHint(fmt.Errorf("the policy has no default for %s risk", risk), "see the policy with: gatehouse policy show")
@@ -143,6 +153,13 @@ var policyRmCmd = &command{
 	},
 }
 
+// policyBudgetFlags are the flags of gatehouse policy budget.
+type policyBudgetFlags struct {
+	per    string
+	window string
+	note   string
+}
+
 var policyBudgetCmd = &command{
 	name:    "policy budget",
 	usage:   "ID CAPABILITY CALLS [--per session|server] [--window DURATION] [--note TEXT]",
@@ -158,12 +175,11 @@ the model is told which budget and when it may try again.
 Examples:
   gatehouse policy budget github-writes 'mcp.github.create_*' 20 --per server --window 1h
   gatehouse policy budget session-cap 'mcp.*.*' 500`,
-	flags: func(fs *flag.FlagSet) {
-		fs.String("per", "session", "count per `session` or per server")
-		fs.String("window", "", "count calls in any `window` this long (30s, 10m, 1h, 7d)")
-		fs.String("note", "", "why the budget is there")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	flags: flagged(func(fs *flag.FlagSet, f *policyBudgetFlags) {
+		fs.StringVar(&f.per, "per", "session", "count per `session` or per server")
+		fs.StringVar(&f.window, "window", "", "count calls in any `window` this long (30s, 10m, 1h, 7d)")
+		fs.StringVar(&f.note, "note", "", "why the budget is there")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *policyBudgetFlags, args []string) error {
 		pos, err := parse(fs, args, 0)
 		if err != nil {
 			return err
@@ -175,11 +191,11 @@ Examples:
 		if err != nil || calls < 0 {
 			return usagef("policy budget: CALLS %q: want a whole number, 0 or more", pos[2])
 		}
-		text := fmt.Sprintf("[[budget]]\nid = %q\ncapability = %q\nper = %q\ncalls = %d\n", pos[0], pos[1], fs.Lookup("per").Value.String(), calls)
-		if w := fs.Lookup("window").Value.String(); w != "" {
+		text := fmt.Sprintf("[[budget]]\nid = %q\ncapability = %q\nper = %q\ncalls = %d\n", pos[0], pos[1], f.per, calls)
+		if w := f.window; w != "" {
 			text += fmt.Sprintf("window = %q\n", w)
 		}
-		if n := fs.Lookup("note").Value.String(); n != "" {
+		if n := f.note; n != "" {
 			text += fmt.Sprintf("note = %q\n", n)
 		}
 		parsed, err := policy.Parse([]byte(text))
@@ -200,7 +216,12 @@ Examples:
 			fmt.Fprintf(c.stderr, "gatehouse: budget %s: %s\n", b.ID, b.Describe())
 			return nil
 		})
-	},
+	}),
+}
+
+// policyImportFlags are the flags of gatehouse policy import.
+type policyImportFlags struct {
+	dryRun bool
 }
 
 var policyImportCmd = &command{
@@ -211,10 +232,9 @@ var policyImportCmd = &command{
 FILE is a policy as 'gatehouse policy export' writes it (TOML). It is
 checked, the changes to the decisions are listed, and it is saved as a new
 version (recorded in the evidence log), unless --dry-run.`,
-	flags: func(fs *flag.FlagSet) {
-		fs.Bool("dry-run", false, "check and list the changes, but save nothing")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	flags: flagged(func(fs *flag.FlagSet, f *policyImportFlags) {
+		fs.BoolVar(&f.dryRun, "dry-run", false, "check and list the changes, but save nothing")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *policyImportFlags, args []string) error {
 		pos, err := parse(fs, args, 0)
 		if err != nil {
 			return err
@@ -240,7 +260,7 @@ version (recorded in the evidence log), unless --dry-run.`,
 			}
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if fs.Lookup("dry-run").Value.String() == "true" {
+		if f.dryRun {
 			st, ps, err := c.openPolicies(ctx)
 			if err != nil {
 				return err
@@ -257,7 +277,7 @@ version (recorded in the evidence log), unless --dry-run.`,
 			*p = *next.Clone()
 			return nil
 		})
-	},
+	}),
 }
 
 var policyExportCmd = &command{
@@ -294,6 +314,15 @@ var policyExportCmd = &command{
 	},
 }
 
+// policyExplainFlags are the flags of gatehouse policy explain.
+type policyExplainFlags struct {
+	client      string
+	args        string
+	annotations string
+	trusted     bool
+	unlisted    bool
+}
+
 var policyExplainCmd = &command{
 	name:    "policy explain",
 	usage:   "mcp.SERVER.TOOL [--client NAME] [--args JSON] [--annotations JSON] [--trusted] [--unlisted]",
@@ -303,14 +332,13 @@ Decides a call as the proxy would, and prints the decision, the rule that
 made it, the tool's risk class and every step. The tool is taken to be one
 the server lists, unless --unlisted. --annotations takes the tool's MCP
 annotations, as in tools/list: {"readOnlyHint": true, ...}.` + "\n" + policyHelp,
-	flags: func(fs *flag.FlagSet) {
-		fs.String("client", "", "the calling client's `NAME`")
-		fs.String("args", "", "the call's arguments, a `JSON` object")
-		fs.String("annotations", "", "the tool's MCP annotations, a `JSON` object")
-		fs.Bool("trusted", false, "the server is trusted (its read-only hints may lower risk)")
-		fs.Bool("unlisted", false, "the tool is not in the server's tools/list")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	flags: flagged(func(fs *flag.FlagSet, f *policyExplainFlags) {
+		fs.StringVar(&f.client, "client", "", "the calling client's `NAME`")
+		fs.StringVar(&f.args, "args", "", "the call's arguments, a `JSON` object")
+		fs.StringVar(&f.annotations, "annotations", "", "the tool's MCP annotations, a `JSON` object")
+		fs.BoolVar(&f.trusted, "trusted", false, "the server is trusted (its read-only hints may lower risk)")
+		fs.BoolVar(&f.unlisted, "unlisted", false, "the tool is not in the server's tools/list")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *policyExplainFlags, args []string) error {
 		pos, err := parse(fs, args, 0)
 		if err != nil {
 			return err
@@ -324,17 +352,17 @@ annotations, as in tools/list: {"readOnlyHint": true, ...}.` + "\n" + policyHelp
 		}
 		call := policy.Call{
 			Server: server, Tool: tool,
-			Client:  fs.Lookup("client").Value.String(),
-			Known:   fs.Lookup("unlisted").Value.String() != "true",
-			Trusted: fs.Lookup("trusted").Value.String() == "true",
+			Client:  f.client,
+			Known:   !f.unlisted,
+			Trusted: f.trusted,
 		}
-		if a := fs.Lookup("args").Value.String(); a != "" {
+		if a := f.args; a != "" {
 			if !json.Valid([]byte(a)) {
 				return usagef("policy explain: --args is not JSON")
 			}
 			call.Args = json.RawMessage(a)
 		}
-		if a := fs.Lookup("annotations").Value.String(); a != "" {
+		if a := f.annotations; a != "" {
 			call.Annotations = &policy.Annotations{}
 			if err := json.Unmarshal([]byte(a), call.Annotations); err != nil {
 				return usagef("policy explain: --annotations: %v", err)
@@ -356,7 +384,7 @@ annotations, as in tools/list: {"readOnlyHint": true, ...}.` + "\n" + policyHelp
 			fmt.Fprintf(c.stdout, "  - %s\n", step)
 		}
 		return nil
-	},
+	}),
 }
 
 // policyText is the policy as show and export print it: a header with its
@@ -443,15 +471,14 @@ func (c *cli) printDiff(from, to *policy.Policy) {
 	}
 }
 
-func runPolicySet(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+func runPolicySet(ctx context.Context, c *cli, fs *flag.FlagSet, f *policySetFlags, args []string) error {
 	pos, err := parse(fs, args, 0)
 	if err != nil {
 		return err
 	}
-	str := func(name string) string { return fs.Lookup(name).Value.String() }
-	cs := fs.Lookup("arg").Value.(argFlag).cs
+	cs := &f.cs
 	var riskClass policy.Risk
-	if s := str("risk"); s != "" {
+	if s := f.risk; s != "" {
 		if riskClass, err = policy.ParseRisk(s); err != nil {
 			return usagef("policy set: --risk: %v", err)
 		}
@@ -470,8 +497,8 @@ func runPolicySet(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) 
 		return usagef("policy set: %v", err)
 	}
 	rule := policy.Rule{
-		ID: str("id"), Capability: target, Client: str("client"), Risk: riskClass,
-		Args: cs.list, Decision: d, Note: str("note"), Secrets: secretList(fs),
+		ID: f.id, Capability: target, Client: f.client, Risk: riskClass,
+		Args: cs.list, Decision: d, Note: f.note, Secrets: secretList(f.secret),
 	}
 	for i, a := range rule.Args {
 		if a.Under == "" {
@@ -645,8 +672,7 @@ func (f condFlag) Set(s string) error {
 }
 
 // secretList returns the --secret ids, or nil when none were given.
-func secretList(fs *flag.FlagSet) []string {
-	ids := *fs.Lookup("secret").Value.(*listFlag)
+func secretList(ids listFlag) []string {
 	if len(ids) == 0 {
 		return nil
 	}

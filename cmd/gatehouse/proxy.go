@@ -20,6 +20,14 @@ import (
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
+// proxyFlags are the flags of gatehouse proxy.
+type proxyFlags struct {
+	maxMessageBytes int
+	passThrough     bool
+	approvalWait    time.Duration
+	client          string
+}
+
 var proxyCmd = &command{
 	name:    "proxy",
 	usage:   "[--client ID] NAME",
@@ -37,16 +45,17 @@ the entry's args.
 --client names the client whose config launches the proxy (claude-desktop,
 cursor, ...): rules for a client match it, and receipts record it. Without
 it, the name the client gives itself when it connects is used.`,
-	flags: func(fs *flag.FlagSet) {
-		fs.Int("max-message-bytes", gateway.DefaultMaxMessageBytes, "refuse JSON-RPC messages larger than `n` bytes")
-		fs.Bool("pass-through", false, "relay tools/call without deciding or recording them (for measuring the relay alone; never in a client's config)")
-		fs.Duration("approval-wait", gate.DefaultApprovalWait, "how long one call waits for a person's approval before it is answered as pending")
-		fs.String("client", "", "the `ID` of the client whose config launches this proxy (e.g. claude-desktop)")
-	},
-	run: runProxy,
+	flags: flagged(declareProxyFlags, runProxy),
 }
 
-func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+func declareProxyFlags(fs *flag.FlagSet, f *proxyFlags) {
+	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", gateway.DefaultMaxMessageBytes, "refuse JSON-RPC messages larger than `n` bytes")
+	fs.BoolVar(&f.passThrough, "pass-through", false, "relay tools/call without deciding or recording them (for measuring the relay alone; never in a client's config)")
+	fs.DurationVar(&f.approvalWait, "approval-wait", gate.DefaultApprovalWait, "how long one call waits for a person's approval before it is answered as pending")
+	fs.StringVar(&f.client, "client", "", "the `ID` of the client whose config launches this proxy (e.g. claude-desktop)")
+}
+
+func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args []string) error {
 	pos, err := parse(fs, args, 0)
 	if err != nil {
 		return err
@@ -55,8 +64,8 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		return usagef("proxy: want exactly one server NAME")
 	}
 	name := pos[0]
-	c.approvalWait, _ = fs.Lookup("approval-wait").Value.(flag.Getter).Get().(time.Duration)
-	c.client = fs.Lookup("client").Value.String()
+	c.approvalWait = f.approvalWait
+	c.client = f.client
 
 	// From here on, stdout carries protocol only. Anything else that writes
 	// to the process's stdout (a stray print, a library) lands on stderr.
@@ -103,14 +112,14 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 		gateway.Refuse(ctx, c.stdin, out, fmt.Errorf("%w (%s)", err, hint))
 		return &exitError{1}
 	}
-	max, _ := fs.Lookup("max-message-bytes").Value.(flag.Getter).Get().(int)
+	max := f.maxMessageBytes
 	opts := &gateway.Options{
 		Logger:          log,
 		Stderr:          c.stderr,
 		MaxMessageBytes: max,
 		Secrets:         secrets,
 	}
-	if fs.Lookup("pass-through").Value.String() != "true" {
+	if !f.passThrough {
 		opts.Governor = c.governor(ctx, st, srv, log)
 	}
 	p := gateway.New(name, cmd, opts)

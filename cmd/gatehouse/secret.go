@@ -56,20 +56,25 @@ server's environment: gatehouse server add NAME --env TOKEN=vault://secret/ID --
 	},
 }
 
-var secretRmCmd = &command{
-	name:    "secret rm",
+// secretRemoveFlags are the flags of gatehouse secret remove.
+type secretRemoveFlags struct {
+	force bool
+}
+
+var secretRemoveCmd = &command{
+	name:    "secret remove",
+	aliases: []string{"rm"},
 	usage:   "ID",
 	summary: "delete a secret from the OS keychain",
-	flags: func(fs *flag.FlagSet) {
-		fs.Bool("force", false, "delete it even if servers refer to it")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	flags: flagged(func(fs *flag.FlagSet, f *secretRemoveFlags) {
+		fs.BoolVar(&f.force, "force", false, "delete it even if servers refer to it")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *secretRemoveFlags, args []string) error {
 		pos, err := parse(fs, args, 0)
 		if err != nil {
 			return err
 		}
 		if len(pos) != 1 {
-			return usagef("secret rm: want exactly one ID")
+			return usagef("secret remove: want exactly one ID")
 		}
 		id := pos[0]
 		st, err := c.openStore(ctx)
@@ -81,9 +86,9 @@ var secretRmCmd = &command{
 		if err != nil {
 			return err
 		}
-		if u := users[id]; len(u) > 0 && fs.Lookup("force").Value.String() != "true" {
+		if u := users[id]; len(u) > 0 && !f.force {
 			return withHint(fmt.Errorf("secret %s is used by %s", id, strings.Join(u, ", ")),
-				"those servers would no longer start; delete it anyway with: gatehouse secret rm --force %s", id)
+				"those servers would no longer start; delete it anyway with: gatehouse secret remove --force %s", id)
 		}
 		err = vaultFor(st).DeleteSecret(id)
 		if err != nil && !errors.Is(err, vault.ErrNotFound) {
@@ -93,15 +98,16 @@ var secretRmCmd = &command{
 			return ferr
 		}
 		if err != nil {
-			return withHint(err, "see the stored secrets with: gatehouse secret ls")
+			return withHint(err, "see the stored secrets with: gatehouse secret list")
 		}
 		fmt.Fprintf(c.stderr, "gatehouse: deleted secret %s\n", id)
 		return nil
-	},
+	}),
 }
 
-var secretLsCmd = &command{
-	name:    "secret ls",
+var secretListCmd = &command{
+	name:    "secret list",
+	aliases: []string{"ls"},
 	summary: "list the secrets kept for this home folder (ids, never values)",
 	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
 		if err := noArgs(fs, args); err != nil {

@@ -35,6 +35,16 @@ func (e envFlag) Set(v string) error {
 	return nil
 }
 
+// serverAddFlags are the flags of gatehouse server add.
+type serverAddFlags struct {
+	env          envFlag
+	url          string
+	header       envFlag
+	secretHeader listFlag
+	secretEnv    listFlag
+	cwd          string
+}
+
 var serverAddCmd = &command{
 	name:    "server add",
 	usage:   "NAME [--env KEY=VALUE]... [--secret-env KEY]... [--cwd DIR] [--] COMMAND [ARGS...]\n       gatehouse server add NAME --url URL [--header NAME=VALUE]... [--secret-header NAME]...",
@@ -61,30 +71,31 @@ Examples:
   gatehouse server add files -- npx -y @modelcontextprotocol/server-filesystem ~/projects
   gatehouse server add github --secret-env GITHUB_PERSONAL_ACCESS_TOKEN -- npx -y @modelcontextprotocol/server-github
   gatehouse server add linear --url https://mcp.linear.app/mcp --secret-header Authorization`,
-	flags: func(fs *flag.FlagSet) {
-		fs.Var(envFlag{}, "env", "set `KEY=VALUE` in the server's environment (repeatable)")
-		fs.String("url", "", "the remote server's MCP `URL` (streamable HTTP)")
-		fs.Var(envFlag{}, "header", "send header `NAME=VALUE` with every request to a remote server (repeatable)")
-		fs.Var(&listFlag{}, "secret-header", "ask for the value of header `NAME` and keep it in the keychain (repeatable)")
-		fs.Var(&listFlag{}, "secret-env", "ask for the value of environment variable `KEY` and keep it in the keychain (repeatable)")
-		fs.String("cwd", "", "working `folder` of the server")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	flags: flagged(func(fs *flag.FlagSet, f *serverAddFlags) {
+		f.env = envFlag{}
+		fs.Var(f.env, "env", "set `KEY=VALUE` in the server's environment (repeatable)")
+		fs.StringVar(&f.url, "url", "", "the remote server's MCP `URL` (streamable HTTP)")
+		f.header = envFlag{}
+		fs.Var(f.header, "header", "send header `NAME=VALUE` with every request to a remote server (repeatable)")
+		fs.Var(&f.secretHeader, "secret-header", "ask for the value of header `NAME` and keep it in the keychain (repeatable)")
+		fs.Var(&f.secretEnv, "secret-env", "ask for the value of environment variable `KEY` and keep it in the keychain (repeatable)")
+		fs.StringVar(&f.cwd, "cwd", "", "working `folder` of the server")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *serverAddFlags, args []string) error {
 		pos, err := parse(fs, args, 2)
 		if err != nil {
 			return err
 		}
-		remote := fs.Lookup("url").Value.String()
+		remote := f.url
 		if remote != "" {
-			return c.addRemoteServer(ctx, fs, pos)
+			return c.addRemoteServer(ctx, f, pos)
 		}
 		if len(pos) < 2 {
 			return usagef("server add: want NAME and a COMMAND, as in: gatehouse server add NAME -- COMMAND [ARGS...]")
 		}
-		if len(fs.Lookup("header").Value.(envFlag)) > 0 || len(*fs.Lookup("secret-header").Value.(*listFlag)) > 0 {
+		if len(f.header) > 0 || len(f.secretHeader) > 0 {
 			return usagef("server add: --header and --secret-header are for a remote server (--url)")
 		}
-		cwd := fs.Lookup("cwd").Value.String()
+		cwd := f.cwd
 		if cwd != "" {
 			if cwd, err = filepath.Abs(cwd); err != nil {
 				return err
@@ -95,10 +106,10 @@ Examples:
 			Transport: store.TransportStdio,
 			Command:   pos[1],
 			Args:      pos[2:],
-			Env:       fs.Lookup("env").Value.(envFlag),
+			Env:       f.env,
 			Cwd:       cwd,
 		}
-		secretEnv := *fs.Lookup("secret-env").Value.(*listFlag)
+		secretEnv := f.secretEnv
 		for _, k := range secretEnv {
 			if _, dup := srv.Env[k]; dup {
 				return usagef("server add: %s is given both with --env and --secret-env", k)
@@ -109,20 +120,20 @@ Examples:
 			srv.Env[k] = vault.Ref(srv.Name + "." + k)
 		}
 		return c.addServer(ctx, srv, secretEnv)
-	},
+	}),
 }
 
 // addRemoteServer registers a server reached at --url.
-func (c *cli) addRemoteServer(ctx context.Context, fs *flag.FlagSet, pos []string) error {
+func (c *cli) addRemoteServer(ctx context.Context, f *serverAddFlags, pos []string) error {
 	if len(pos) != 1 {
 		return usagef("server add: a remote server (--url) takes NAME and no COMMAND")
 	}
-	if len(fs.Lookup("env").Value.(envFlag)) > 0 || len(*fs.Lookup("secret-env").Value.(*listFlag)) > 0 || fs.Lookup("cwd").Value.String() != "" {
+	if len(f.env) > 0 || len(f.secretEnv) > 0 || f.cwd != "" {
 		return usagef("server add: --env, --secret-env and --cwd are for a server Gatehouse starts, not one at a URL")
 	}
-	srv := store.Server{Name: pos[0], Transport: store.TransportHTTP, URL: fs.Lookup("url").Value.String(),
-		Headers: map[string]string(fs.Lookup("header").Value.(envFlag))}
-	secretHeaders := *fs.Lookup("secret-header").Value.(*listFlag)
+	srv := store.Server{Name: pos[0], Transport: store.TransportHTTP, URL: f.url,
+		Headers: map[string]string(f.header)}
+	secretHeaders := f.secretHeader
 	for _, k := range secretHeaders {
 		if _, dup := srv.Headers[k]; dup {
 			return usagef("server add: header %s is given both with --header and --secret-header", k)
@@ -196,13 +207,18 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// serverListFlags are the flags of gatehouse server list.
+type serverListFlags struct {
+	json bool
+}
+
 var serverListCmd = &command{
 	name:    "server list",
+	aliases: []string{"ls"},
 	summary: "list registered servers",
-	flags: func(fs *flag.FlagSet) {
-		fs.Bool("json", false, "print JSON")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	flags: flagged(func(fs *flag.FlagSet, f *serverListFlags) {
+		fs.BoolVar(&f.json, "json", false, "print JSON")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *serverListFlags, args []string) error {
 		pos, err := parse(fs, args, 0)
 		if err != nil {
 			return err
@@ -219,7 +235,7 @@ var serverListCmd = &command{
 		if err != nil {
 			return err
 		}
-		if fs.Lookup("json").Value.String() == "true" {
+		if f.json {
 			return printServersJSON(c.stdout, servers)
 		}
 		if len(servers) == 0 {
@@ -232,7 +248,7 @@ var serverListCmd = &command{
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Transport, commandLine(s))
 		}
 		return tw.Flush()
-	},
+	}),
 }
 
 // commandLine renders a server's command for people, quoting arguments that
@@ -275,6 +291,7 @@ func printServersJSON(w io.Writer, servers []store.Server) error {
 
 var serverRemoveCmd = &command{
 	name:    "server remove",
+	aliases: []string{"rm"},
 	usage:   "NAME",
 	summary: "unregister a server",
 	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
@@ -312,7 +329,7 @@ var serverRemoveCmd = &command{
 				continue
 			}
 			if err := vaultFor(st).DeleteSecret(id); err != nil && !errors.Is(err, vault.ErrNotFound) {
-				fmt.Fprintf(c.stderr, "gatehouse: secret %s stays in the keychain: %v\nhint: delete it later with: gatehouse secret rm %s\n", id, err, id)
+				fmt.Fprintf(c.stderr, "gatehouse: secret %s stays in the keychain: %v\nhint: delete it later with: gatehouse secret remove %s\n", id, err, id)
 				continue
 			}
 			st.ForgetSecret(ctx, id)
@@ -322,15 +339,20 @@ var serverRemoveCmd = &command{
 	},
 }
 
+// serverTestFlags are the flags of gatehouse server test.
+type serverTestFlags struct {
+	timeout time.Duration
+	tools   bool
+}
+
 var serverTestCmd = &command{
 	name:    "server test",
 	usage:   "NAME",
 	summary: "start a server, list its tools and print a health line",
-	flags: func(fs *flag.FlagSet) {
-		fs.Duration("timeout", 30*time.Second, "give up after `duration`")
-		fs.Bool("tools", false, "also list the tools")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	flags: flagged(func(fs *flag.FlagSet, f *serverTestFlags) {
+		fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up after `duration`")
+		fs.BoolVar(&f.tools, "tools", false, "also list the tools")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *serverTestFlags, args []string) error {
 		pos, err := parse(fs, args, 0)
 		if err != nil {
 			return err
@@ -347,7 +369,7 @@ var serverTestCmd = &command{
 		if err != nil {
 			return err
 		}
-		timeout := fs.Lookup("timeout").Value.(flag.Getter).Get().(time.Duration)
+		timeout := f.timeout
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		var h *gateway.Health
@@ -357,7 +379,7 @@ var serverTestCmd = &command{
 			if rerr != nil {
 				return withHint(rerr, "store the secret with: gatehouse secret set ID")
 			}
-			hint = "check the URL and the credentials: gatehouse server list; gatehouse secret ls"
+			hint = "check the URL and the credentials: gatehouse server list; gatehouse secret list"
 			h, err = gateway.ProbeRemote(ctx, remote)
 		} else {
 			cmd, _, rerr := downstream.Command(srv, vaultFor(st))
@@ -377,13 +399,13 @@ var serverTestCmd = &command{
 		}
 		fmt.Fprintf(c.stdout, "✔ %s: connected in %s, %s (%s %s, protocol %s)\n",
 			srv.Name, h.ConnectTime.Round(time.Millisecond), tools, h.ServerName, h.ServerVersion, h.ProtocolVersion)
-		if fs.Lookup("tools").Value.String() == "true" {
+		if f.tools {
 			for _, t := range h.Tools {
 				fmt.Fprintf(c.stdout, "  %-28s %s\n", t.Name, summary(t.Description, 72))
 			}
 		}
 		return nil
-	},
+	}),
 }
 
 func lookupServer(ctx context.Context, st *store.Store, name string) (store.Server, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"log/slog"
 	"testing"
 	"time"
@@ -45,11 +44,13 @@ func TestProxyTakesTheHomesSettings(t *testing.T) {
 			if tt.env != "" {
 				c.logLevel.UnmarshalText([]byte(tt.env))
 			}
-			fs := c.flagSet("proxy", proxyCmd.flags)
+			fs := c.flagSet("proxy")
+			var f proxyFlags
+			declareProxyFlags(fs, &f)
 			if err := fs.Parse(append(tt.args, "notes")); err != nil {
 				t.Fatal(err)
 			}
-			c.approvalWait, _ = fs.Lookup("approval-wait").Value.(flag.Getter).Get().(time.Duration)
+			c.approvalWait = f.approvalWait
 			c.applySettings(ctx, st, fs)
 			if c.approvalWait != tt.wait || c.logLevel != tt.level {
 				t.Errorf("approval wait %v, level %v; want %v, %v", c.approvalWait, c.logLevel, tt.wait, tt.level)
@@ -60,7 +61,9 @@ func TestProxyTakesTheHomesSettings(t *testing.T) {
 	empty, _ := store.Open(ctx, t.TempDir(), nil)
 	defer empty.Close()
 	c := &cli{logLevel: slog.LevelInfo, approvalWait: gate.DefaultApprovalWait}
-	c.applySettings(ctx, empty, c.flagSet("proxy", proxyCmd.flags))
+	fs := c.flagSet("proxy")
+	declareProxyFlags(fs, &proxyFlags{})
+	c.applySettings(ctx, empty, fs)
 	if c.approvalWait != gate.DefaultApprovalWait || c.logLevel != slog.LevelInfo {
 		t.Errorf("with no settings: %v, %v; want the defaults", c.approvalWait, c.logLevel)
 	}

@@ -12,6 +12,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/gate"
 )
 
+// toolsFlags are the flags of gatehouse tools.
+type toolsFlags struct {
+	json bool
+}
+
 var toolsCmd = &command{
 	name:    "tools",
 	usage:   "NAME [--json]",
@@ -25,13 +30,12 @@ without arguments (rules that constrain arguments may decide otherwise:
 'gatehouse policy explain' takes arguments).
 
 A server no client has used through a proxy yet has no tools here.`,
-	flags: func(fs *flag.FlagSet) {
-		fs.Bool("json", false, "print JSON")
-	},
-	run: runTools,
+	flags: flagged(func(fs *flag.FlagSet, f *toolsFlags) {
+		fs.BoolVar(&f.json, "json", false, "print JSON")
+	}, runTools),
 }
 
-func runTools(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+func runTools(ctx context.Context, c *cli, fs *flag.FlagSet, f *toolsFlags, args []string) error {
 	pos, err := parse(fs, args, 0)
 	if err != nil {
 		return err
@@ -56,7 +60,7 @@ func runTools(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) erro
 	if err != nil {
 		return err
 	}
-	if fs.Lookup("json").Value.String() == "true" {
+	if f.json {
 		type change struct {
 			Accepted json.RawMessage `json:"accepted"`
 			Listed   json.RawMessage `json:"listed"`
@@ -114,6 +118,11 @@ func pinText(t gate.ToolStatus) string {
 	return "pinned " + t.PinnedAt.Local().Format(time.DateOnly)
 }
 
+// serverTrustFlags are the flags of gatehouse server trust.
+type serverTrustFlags struct {
+	off bool
+}
+
 var serverTrustCmd = &command{
 	name:    "server trust",
 	usage:   "NAME [--off]",
@@ -123,10 +132,9 @@ A server's tools carry hints (readOnlyHint, destructiveHint, ...). Gatehouse
 lets hints from an untrusted server only raise a tool's risk; once you trust
 the server, a read-only hint may lower it too, so fewer of its calls need your
 approval. Trust a server whose code you know, not one that could lie.`,
-	flags: func(fs *flag.FlagSet) {
-		fs.Bool("off", false, "stop trusting it")
-	},
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+	flags: flagged(func(fs *flag.FlagSet, f *serverTrustFlags) {
+		fs.BoolVar(&f.off, "off", false, "stop trusting it")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *serverTrustFlags, args []string) error {
 		pos, err := parse(fs, args, 0)
 		if err != nil {
 			return err
@@ -143,7 +151,7 @@ approval. Trust a server whose code you know, not one that could lie.`,
 		if err != nil {
 			return err
 		}
-		srv.Trusted = fs.Lookup("off").Value.String() != "true"
+		srv.Trusted = !f.off
 		if err := st.UpdateServer(ctx, srv); err != nil {
 			return err
 		}
@@ -153,5 +161,5 @@ approval. Trust a server whose code you know, not one that could lie.`,
 			fmt.Fprintf(c.stderr, "gatehouse: server %s is not trusted: its hints can only raise risk\n", srv.Name)
 		}
 		return nil
-	},
+	}),
 }

@@ -13,6 +13,13 @@ import (
 	"github.com/gatehouse-dev/gatehouse/receipts/verify"
 )
 
+// verifyFlags are the flags of gatehouse verify.
+type verifyFlags struct {
+	pinKey          string
+	sinceCheckpoint string
+	json            bool
+}
+
 var verifyCmd = &command{
 	name:    "verify",
 	usage:   "[--pin-key KID|FILE] [--since-checkpoint FILE] [--json] PATH",
@@ -35,17 +42,16 @@ the checkpoint of the previous export (--since-checkpoint): a log
 truncated, rewritten or signed again with a fresh key fails one of them.
 
 docs/evidence.md specifies the format, for a verifier of your own.`,
-	flags: func(fs *flag.FlagSet) {
-		fs.String("pin-key", "", "trust only a log whose first key is `KID` (16 hex digits), or is in the public key FILE (JWKS, JWK, PEM or base64)")
-		fs.String("since-checkpoint", "", "the checkpoint `FILE` of an earlier export, which the log must extend")
-		fs.Bool("json", false, "print the report as JSON")
-	},
-	run: runVerify,
+	flags: flagged(func(fs *flag.FlagSet, f *verifyFlags) {
+		fs.StringVar(&f.pinKey, "pin-key", "", "trust only a log whose first key is `KID` (16 hex digits), or is in the public key FILE (JWKS, JWK, PEM or base64)")
+		fs.StringVar(&f.sinceCheckpoint, "since-checkpoint", "", "the checkpoint `FILE` of an earlier export, which the log must extend")
+		fs.BoolVar(&f.json, "json", false, "print the report as JSON")
+	}, runVerify),
 }
 
 var keyIDPattern = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
-func runVerify(ctx context.Context, c *cli, flags *flag.FlagSet, args []string) error {
+func runVerify(ctx context.Context, c *cli, flags *flag.FlagSet, f *verifyFlags, args []string) error {
 	pos, err := parse(flags, args, 0)
 	if err != nil {
 		return err
@@ -54,12 +60,12 @@ func runVerify(ctx context.Context, c *cli, flags *flag.FlagSet, args []string) 
 		return usagef("verify: want exactly one bundle PATH (a folder or .tar.gz from gatehouse export)")
 	}
 	var opts verify.Options
-	if pin := flags.Lookup("pin-key").Value.String(); pin != "" {
+	if pin := f.pinKey; pin != "" {
 		if err := pinKey(&opts, pin); err != nil {
 			return err
 		}
 	}
-	if name := flags.Lookup("since-checkpoint").Value.String(); name != "" {
+	if name := f.sinceCheckpoint; name != "" {
 		if opts.Since, err = os.ReadFile(name); err != nil {
 			return fmt.Errorf("verify: %w", err)
 		}
@@ -75,7 +81,7 @@ func runVerify(ctx context.Context, c *cli, flags *flag.FlagSet, args []string) 
 	if err != nil {
 		return err
 	}
-	if flags.Lookup("json").Value.(flag.Getter).Get().(bool) {
+	if f.json {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(report); err != nil {

@@ -582,7 +582,7 @@ func TestGovernedEntries(t *testing.T) {
 	}
 	ids, _ := mc.st.SecretIDs(ctx)
 	if len(ids) == 0 {
-		t.Error("the store does not list the secrets it moved (gatehouse secret ls would not show them)")
+		t.Error("the store does not list the secrets it moved (gatehouse secret list would not show them)")
 	}
 	sentry, err := mc.st.Server(ctx, "sentry")
 	if err != nil {
