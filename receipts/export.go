@@ -118,7 +118,7 @@ func (l *Log) Export(ctx context.Context, out string, opts *ExportOptions) (*Exp
 	}
 	defer os.RemoveAll(tmp)
 
-	x, err := l.writeBundle(ctx, tmp, l.currentKey(), opts)
+	x, err := l.writeBundle(ctx, tmp, opts)
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
@@ -157,9 +157,7 @@ type erasedPart struct {
 // bundleWriter is one export in progress.
 type bundleWriter struct {
 	l    *Log
-	key  ed25519.PrivateKey // signs the checkpoint and the manifest
-	kid  string
-	id   string // the log's
+	key  ed25519.PrivateKey // signs the checkpoint and the manifest: one key for both, whatever a rotation meanwhile
 	ctx  context.Context
 	tx   *sql.Tx
 	dir  string
@@ -179,7 +177,7 @@ type bundleWriter struct {
 	manifest verify.Manifest
 }
 
-func (l *Log) writeBundle(ctx context.Context, dir string, key ed25519.PrivateKey, opts *ExportOptions) (*Exported, error) {
+func (l *Log) writeBundle(ctx context.Context, dir string, opts *ExportOptions) (*Exported, error) {
 	// A read transaction is one snapshot of the database; BEGIN DEFERRED
 	// (what ReadOnly gives) takes no write lock.
 	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -187,16 +185,12 @@ func (l *Log) writeBundle(ctx context.Context, dir string, key ed25519.PrivateKe
 		return nil, err
 	}
 	defer tx.Rollback()
-	w := &bundleWriter{l: l, key: key, kid: entry.KeyID(key.Public().(ed25519.PublicKey)),
-		ctx: ctx, tx: tx, dir: dir, opts: opts, files: map[string]string{}}
+	w := &bundleWriter{l: l, key: l.currentKey(), ctx: ctx, tx: tx, dir: dir, opts: opts, files: map[string]string{}}
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`).Scan(&w.size); err != nil {
 		return nil, fmt.Errorf("read log size: %w", err)
 	}
 	if w.size == 0 {
 		return nil, errors.New("the log is empty")
-	}
-	if err := tx.QueryRowContext(ctx, `SELECT value FROM log_meta WHERE key = 'id'`).Scan(&w.id); err != nil {
-		return nil, fmt.Errorf("read log id: %w", err)
 	}
 	if err := w.choose(); err != nil {
 		return nil, err
@@ -222,7 +216,7 @@ func (l *Log) writeBundle(ctx context.Context, dir string, key ed25519.PrivateKe
 	if len(w.keys) > 0 {
 		first = w.keys[0].ID
 	}
-	return &Exported{Manifest: w.manifest, Checkpoint: entry.Checkpoint{Log: w.id, Size: w.size, Hash: w.root}, FirstKey: first}, nil
+	return &Exported{Manifest: w.manifest, Checkpoint: entry.Checkpoint{Log: l.id, Size: w.size, Hash: w.root}, FirstKey: first}, nil
 }
 
 // choose decides which entries the bundle holds.
@@ -773,7 +767,7 @@ func (w *bundleWriter) writeBytes(name string, b []byte) error {
 }
 
 func (w *bundleWriter) writeCheckpoint() error {
-	signed, err := entry.SignCheckpoint(entry.Checkpoint{Log: w.id, Size: w.size, Hash: w.root}, w.key)
+	signed, err := entry.SignCheckpoint(entry.Checkpoint{Log: w.l.id, Size: w.size, Hash: w.root}, w.key)
 	if err != nil {
 		return fmt.Errorf("sign checkpoint: %w", err)
 	}
@@ -803,8 +797,8 @@ func (w *bundleWriter) writeConsistency() error {
 		return fmt.Errorf("%w: the earlier checkpoint is not signed by a key of this log: %v", ErrInconsistent, err)
 	}
 	switch {
-	case old.Log != w.id:
-		return fmt.Errorf("%w: the earlier checkpoint is of log %s, this is log %s", ErrInconsistent, old.Log, w.id)
+	case old.Log != w.l.id:
+		return fmt.Errorf("%w: the earlier checkpoint is of log %s, this is log %s", ErrInconsistent, old.Log, w.l.id)
 	case old.Size > w.size:
 		return fmt.Errorf("%w: the earlier checkpoint has %d entries, the log %d", ErrInconsistent, old.Size, w.size)
 	case old.Size == 0:
@@ -835,7 +829,7 @@ func (w *bundleWriter) writeManifest() error {
 	m := &w.manifest
 	f := w.opts.Filter
 	*m = verify.Manifest{
-		Format: verify.Format, Version: verify.ManifestVersion, Log: w.id,
+		Format: verify.Format, Version: verify.ManifestVersion, Log: w.l.id,
 		ExportedAt: w.summary.exportedAt.Format(time.RFC3339Nano),
 		Generator:  w.generator(),
 		Checkpoint: verify.TreeHead{Size: w.size, Hash: entry.FormatTreeHash(w.root)},
@@ -1109,12 +1103,12 @@ func (w *bundleWriter) writeReport() error {
 	f := w.opts.Filter
 	s := &w.summary
 	data := map[string]any{
-		"Log":        w.id,
+		"Log":        w.l.id,
 		"ExportedAt": s.exportedAt.Format(time.RFC3339),
 		"Generator":  w.generator(),
 		"Size":       w.size,
 		"TreeHash":   entry.FormatTreeHash(w.root),
-		"SignedBy":   w.kid,
+		"SignedBy":   entry.KeyID(w.key.Public().(ed25519.PublicKey)),
 		"Complete":   w.complete,
 		"Entries":    len(w.indexes),
 		"Selected":   s.selected,

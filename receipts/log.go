@@ -46,7 +46,7 @@ type Migrator interface {
 var ErrNotFound = errors.New("not found")
 
 // A Reader reads the evidence log of one home folder: its entries, search,
-// proofs, keys and exports. It holds no signing key and never writes to the
+// proofs and keys. It holds no signing key and never writes to the
 // database, so history, search and verification work while the keychain is
 // locked. It is safe for concurrent use, and other processes may write the
 // log meanwhile: each call reads the log as it is then.
@@ -61,7 +61,7 @@ type Reader struct {
 }
 
 // A Log is the evidence log of one home folder, appended to with one key:
-// a [Reader] that also writes. Only proxies and erasure need one. It is safe
+// a [Reader] that also appends, erases, rotates keys and signs exports. It is safe
 // for concurrent use, and other processes may use the same database at the
 // same time.
 type Log struct {
