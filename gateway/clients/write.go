@@ -81,8 +81,9 @@ func writable(path string) error {
 }
 
 // replaceFile puts new in place of the file at path (the file a symbolic
-// link points to, when it is one), atomically ([atomicfile]), with the same
-// mode (and owner, when running as root). When the file no longer holds old, nothing is written
+// link points to, when it is one), atomically ([atomicfile]), with the
+// same mode (and owner, when running as root). When the file no longer
+// holds old, nothing is written
 // and the error wraps ErrChanged.
 func (m *Manager) replaceFile(path string, old, new []byte) error {
 	if err := writable(path); err != nil {
