@@ -184,7 +184,12 @@ type UI struct {
 
 	ctx    context.Context // cancelled by Close; parent of every store read
 	cancel context.CancelFunc
-	reads  sync.WaitGroup // store reads in flight
+	reads  sync.WaitGroup // store reads in flight; joined by startRead only
+	// readsMu orders startRead's Add before Close's Wait (a WaitGroup's
+	// Add from zero must come before its Wait): once closed is set, no
+	// read starts.
+	readsMu sync.Mutex
+	closed  bool // guarded by readsMu
 	// inflight counts the reads whose result has not reached the window
 	// yet. Tests wait for it to drop to zero.
 	inflight atomic.Int64
@@ -485,11 +490,9 @@ func (u *UI) do(f func()) {
 // goRead runs read on a goroutine the UI owns, with a deadline, and hands
 // its result to show on the Fyne thread, unless the UI closed meanwhile.
 func goRead[T any](u *UI, read func(ctx context.Context) (T, error), show func(T, error)) {
-	if u.ctx.Err() != nil {
+	if !u.startRead() {
 		return
 	}
-	u.reads.Add(1)
-	u.inflight.Add(1)
 	go func() {
 		defer u.reads.Done()
 		ctx, cancel := context.WithTimeout(u.ctx, readTimeout)
@@ -505,6 +508,19 @@ func goRead[T any](u *UI, read func(ctx context.Context) (T, error), show func(T
 	}()
 }
 
+// startRead counts a read in (reads and inflight) unless the UI is closed;
+// the read calls u.reads.Done when it ends.
+func (u *UI) startRead() bool {
+	u.readsMu.Lock()
+	defer u.readsMu.Unlock()
+	if u.closed {
+		return false
+	}
+	u.reads.Add(1)
+	u.inflight.Add(1)
+	return true
+}
+
 // Close stops the reads in flight and waits for them. Call it after
 // [fyne.App.Run] returns; the UI shows nothing new afterwards, and takes no
 // more approval requests.
@@ -512,6 +528,9 @@ func goRead[T any](u *UI, read func(ctx context.Context) (T, error), show func(T
 // Reads that do not end within closeWait (a keychain that does not answer)
 // are not waited for: the program is exiting, and they show nothing.
 func (u *UI) Close() {
+	u.readsMu.Lock()
+	u.closed = true
+	u.readsMu.Unlock()
 	u.cancel()
 	u.quitMu.Lock()
 	if u.quitTimer != nil {

@@ -231,8 +231,9 @@ func (p *exportPage) export() {
 	p.progress.Show()
 	p.progress.Start()
 	// An export of a million entries takes minutes: no read deadline.
-	p.u.reads.Add(1)
-	p.u.inflight.Add(1)
+	if !p.u.startRead() {
+		return
+	}
 	go func() {
 		defer p.u.reads.Done()
 		r, err := exportAndVerify(p.u.ctx, p.u.core, out, opts)

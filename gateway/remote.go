@@ -100,8 +100,12 @@ type remoteConn struct {
 	version   string // negotiated protocol version; guarded by mu
 	listening bool   // the GET stream was started; guarded by mu
 	closed    bool   // no more input; guarded by mu
-	err       error  // why the session ended; guarded by mu
-	stopOnce  sync.Once
+	// draining is set by stop before it waits for posts: no post starts
+	// after it (a WaitGroup's Add from zero must come before its Wait).
+	// Guarded by mu.
+	draining bool
+	err      error // why the session ended; guarded by mu
+	stopOnce sync.Once
 }
 
 func dialRemote(name string, r Remote, max int, log *slog.Logger) (*remoteConn, error) {
@@ -196,7 +200,16 @@ func (c *remoteConn) dispatch() {
 			c.post(frame, msgs) // later requests need its session
 			continue
 		}
-		c.posts.Add(1)
+		c.mu.Lock()
+		draining := c.draining
+		if !draining {
+			c.posts.Add(1)
+		}
+		c.mu.Unlock()
+		if draining {
+			c.answerFailed(msgs, errors.New("the connection is closing"))
+			continue
+		}
 		go func() {
 			defer c.posts.Done()
 			c.post(frame, msgs)
@@ -516,6 +529,7 @@ func (c *remoteConn) stop(grace time.Duration) {
 	c.stopOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
+		c.draining = true
 		session := c.session
 		c.mu.Unlock()
 		c.stopListen()
