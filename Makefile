@@ -72,8 +72,8 @@ help: ## list the targets
 
 go-check:
 	@command -v go >/dev/null 2>&1 || { \
-		echo 'gatehouse: Go is not installed: Go 1.26.8 or later is needed (https://go.dev/dl/;' \
-			'it is looked for on PATH and in /usr/local/go/bin).' >&2; exit 1; }
+		echo 'gatehouse: Go is not installed: Go 1.26.8 or later is needed, on PATH or in /usr/local/go' \
+			'(a Go 1.21 or later fetches 1.26.8 itself through the module proxy).' >&2; exit 1; }
 
 deps-run:
 	$(call heading,deps: .ci/deps.sh run)

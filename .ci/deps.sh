@@ -24,7 +24,9 @@ run | test | package) ;;
 esac
 
 GO_MIN=1.26.8
-NODE_MIN=20
+# The pinned test peers' own floor (the MCP Inspector declares >=22.19.0).
+NODE_MIN=22.19
+NODE_MAJOR=${NODE_MIN%%.*}
 
 # Debian packages. run: the cgo build of the Fyne GL driver, and Mesa to draw.
 RUN_PKGS=(gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev
@@ -39,7 +41,9 @@ TEST_PKGS=(xvfb xauth dbus dbus-x11 gnome-keyring libsecret-tools imagemagick xd
 PACKAGE_PKGS=(binutils gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64 nsis zip unzip debootstrap rpm
 	desktop-file-utils libxml2-utils wine64)
 
-NODESOURCE_HINT="curl -fsSL https://deb.nodesource.com/setup_${NODE_MIN}.x | sudo -E bash - && sudo apt-get install -y nodejs"
+# Node.js from the registries alone: Debian's npm (which brings Debian's
+# older nodejs), then the npm registry's build of Node.
+NODE_INSTALL="apt-get install npm && npm install -g --prefix /usr/local node@$NODE_MAJOR"
 
 say() { printf 'gatehouse deps: %s\n' "$*" >&2; }
 hint() { printf 'hint: %s\n' "$*" >&2; }
@@ -62,7 +66,7 @@ check_go() {
 	if ! command -v go >/dev/null 2>&1; then
 		say "missing: Go (Go $GO_MIN or later is needed; not found on PATH nor in /usr/local/go/bin)"
 		case "$(uname -s)" in
-		Linux) hint "download it from https://go.dev/dl/, e.g. curl -fsSL https://go.dev/dl/go1.26.8.linux-$(go_arch).tar.gz | sudo tar -C /usr/local -xz  (then add /usr/local/go/bin to PATH; Debian's golang package is older)" ;;
+		Linux) hint "unpack Go $GO_MIN for linux-$(go_arch) into /usr/local/go (and add /usr/local/go/bin to PATH); Debian's golang package is older" ;;
 		Darwin) hint "brew install go   (or the installer from https://go.dev/dl/)" ;;
 		*) hint "winget install GoLang.Go   (or the installer from https://go.dev/dl/)" ;;
 		esac
@@ -93,18 +97,17 @@ go_arch() {
 }
 
 # --- Node.js ----------------------------------------------------------------
-node_major() { # prints the major version of node on PATH, or nothing
+node_version() { # prints the version of node on PATH (22.23.3), or nothing
 	local v
 	command -v node >/dev/null 2>&1 || return 0
 	v=$(node --version 2>/dev/null) || return 0
-	v=${v#v}
-	echo "${v%%.*}"
+	echo "${v#v}"
 }
 
 node_ok() {
-	local m
-	m=$(node_major)
-	[ -n "$m" ] && [ "$m" -ge "$NODE_MIN" ] && command -v npm >/dev/null 2>&1
+	local v
+	v=$(node_version)
+	[ -n "$v" ] && version_ge "$v" "$NODE_MIN" && command -v npm >/dev/null 2>&1
 }
 
 node_found() { # a description of the node on PATH, for messages
@@ -115,11 +118,52 @@ node_found() { # a description of the node on PATH, for messages
 	fi
 }
 
-apt_candidate() { # apt_candidate PKG: the version apt would install, or nothing
-	local v
-	v=$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2; exit}')
-	[ "$v" = "(none)" ] && v=
-	echo "${v#*:}"
+# npm_run DIR ARGS...: runs npm in DIR; when it fails, says why in words
+# that fit the cause (the network, a certificate, the lock file) and
+# returns 1.
+npm_run() {
+	local dir=$1 out
+	shift
+	if out=$(cd "$dir" && npm "$@" 2>&1); then
+		printf '%s\n' "$out" | grep -v '^npm warn' >&2 || true
+		return 0
+	fi
+	printf '%s\n' "$out" | tail -n 20 >&2
+	say "npm $* failed in $dir"
+	case "$out" in
+	*ENOTFOUND* | *EAI_AGAIN* | *ECONNREFUSED* | *ECONNRESET* | *ETIMEDOUT* | *ENETUNREACH* | *"network request"*)
+		hint "npm could not reach its registry ($(npm config get registry 2>/dev/null)): check the network and any proxy (npm config get proxy), then run the command again" ;;
+	*CERT* | *certificate* | *SSL* | *"self signed"* | *"self-signed"*)
+		hint "npm does not trust the registry's TLS certificate: a proxy that inspects TLS needs its CA given to npm (npm config set cafile FILE), or the system's CA certificates (as root: apt-get install ca-certificates)" ;;
+	*EUSAGE* | *"in sync"* | *"package-lock.json"*)
+		hint "package.json and package-lock.json disagree: cd $dir && npm install --no-audit --no-fund, then review and commit package-lock.json" ;;
+	*EACCES* | *EPERM*)
+		hint "npm may not write there: run .ci/deps.sh $mode as root, or as the user who owns $dir" ;;
+	*)
+		hint "the lines above are npm's own account of what went wrong" ;;
+	esac
+	return 1
+}
+
+# npm_install DIR: installs exactly what DIR/package-lock.json pins.
+npm_install() { npm_run "$1" ci --no-audit --no-fund; }
+
+# install_node (as root): npm from Debian when there is none, then Node from
+# the npm registry into /usr/local (bin/node), which PATH puts ahead of the
+# system's /usr/bin/node.
+install_node() {
+	command -v npm >/dev/null 2>&1 || apt_install npm
+	say "installing Node.js $NODE_MAJOR from the npm registry into /usr/local (npm install -g --prefix /usr/local node@$NODE_MAJOR)"
+	if ! npm_run "$PWD" install -g --prefix /usr/local --no-audit --no-fund "node@$NODE_MAJOR"; then
+		return 1
+	fi
+	hash -r
+	if ! node_ok && [ -x /usr/local/bin/node ]; then
+		say "/usr/local/bin/node is Node.js $(/usr/local/bin/node --version 2>/dev/null), but PATH finds $(command -v node) first"
+		hint "put /usr/local/bin before $(dirname "$(command -v node)") in PATH"
+		return 1
+	fi
+	node_ok
 }
 
 # --- Debian / Ubuntu ----------------------------------------------------------
@@ -155,60 +199,30 @@ debian_deps() {
 	local missing=()
 	mapfile -t missing < <(missing_debs "${pkgs[@]}")
 
-	# Node.js >= 20 with npm. Debian's own nodejs may be older: use it only if
-	# the version apt offers is new enough.
-	local need_node='' node_debs=() node_hint=''
-	if [ "$mode" = test ] && ! node_ok; then
-		need_node=1
-		if [ -n "$(node_major)" ] && [ "$(node_major)" -ge "$NODE_MIN" ]; then
-			# A recent node without npm: Debian ships npm on its own.
-			node_debs=(npm)
-		else
-			# As root, judge apt's offer on fresh package lists.
-			if is_root; then apt_update; fi
-			local cand
-			cand=$(apt_candidate nodejs)
-			if [ -n "$cand" ] && [ "${cand%%.*}" -ge "$NODE_MIN" ] 2>/dev/null; then
-				node_debs=(nodejs)
-				# NodeSource's nodejs carries npm; Debian's does not.
-				case "$cand" in *nodesource*) ;; *) command -v npm >/dev/null 2>&1 || node_debs+=(npm) ;; esac
-			else
-				node_hint="Node.js $NODE_MIN or later is needed ($(node_found)); apt offers nodejs ${cand:-(none)}. Install it from NodeSource: $NODESOURCE_HINT  (or from https://nodejs.org)"
-			fi
-		fi
-	fi
+	local need_node=''
+	[ "$mode" = test ] && ! node_ok && need_node=1
 
-	if [ ${#missing[@]} -eq 0 ] && [ ${#node_debs[@]} -eq 0 ] && [ -z "$node_hint" ]; then
+	if [ ${#missing[@]} -eq 0 ] && [ -z "$need_node" ]; then
 		return 0
 	fi
 
 	if is_root; then
-		local install=("${missing[@]}" "${node_debs[@]}")
-		[ ${#install[@]} -gt 0 ] && apt_install "${install[@]}"
-		if [ -n "$need_node" ] && ! node_ok && [ -z "$node_hint" ]; then
-			# nodejs came without npm after all.
-			command -v npm >/dev/null 2>&1 || apt_install npm
-			node_ok || node_hint="Node.js $NODE_MIN or later with npm is still missing ($(node_found)). Install it from NodeSource: $NODESOURCE_HINT"
-		fi
-		if [ -n "$node_hint" ]; then
-			say "missing: Node.js >= $NODE_MIN"
-			hint "$node_hint"
+		[ ${#missing[@]} -gt 0 ] && apt_install "${missing[@]}"
+		if [ -n "$need_node" ] && ! install_node; then
+			say "missing: Node.js >= $NODE_MIN with npm ($(node_found))"
+			hint "as root: $NODE_INSTALL"
 			fail
 		fi
 		return 0
 	fi
 
-	local apt_list=("${missing[@]}" "${node_debs[@]}")
-	if [ ${#node_debs[@]} -gt 0 ]; then
-		say "Node.js $NODE_MIN or later with npm is needed ($(node_found)); apt offers it"
+	if [ ${#missing[@]} -gt 0 ]; then
+		say "missing: ${missing[*]}"
+		hint "as root: apt-get install ${missing[*]}   (or run .ci/deps.sh $mode as root, which installs them)"
 	fi
-	if [ ${#apt_list[@]} -gt 0 ]; then
-		say "missing: ${apt_list[*]}"
-		hint "sudo apt-get install ${apt_list[*]}   (or run .ci/deps.sh $mode as root)"
-	fi
-	if [ -n "$node_hint" ]; then
-		say "missing: Node.js >= $NODE_MIN"
-		hint "$node_hint"
+	if [ -n "$need_node" ]; then
+		say "missing: Node.js >= $NODE_MIN with npm ($(node_found))"
+		hint "as root: $NODE_INSTALL   (or run .ci/deps.sh $mode as root, which does that)"
 	fi
 	fail
 }
@@ -254,7 +268,7 @@ other_deps() {
 	if [ "$mode" = test ] && ! node_ok; then
 		say "missing: Node.js >= $NODE_MIN with npm ($(node_found))"
 		case "$os" in
-		Darwin) hint "brew install node@$NODE_MIN   (or the installer from https://nodejs.org)" ;;
+		Darwin) hint "brew install node@$NODE_MAJOR   (or the installer from https://nodejs.org)" ;;
 		MINGW* | MSYS* | CYGWIN*) hint "winget install OpenJS.NodeJS.LTS   (or the installer from https://nodejs.org)" ;;
 		*) hint "install Node.js $NODE_MIN or later from your distribution or https://nodejs.org" ;;
 		esac
@@ -278,16 +292,6 @@ go mod download
 if [ "$mode" = package ]; then
 	(cd packaging/tools && go mod download)
 fi
-
-# npm_install DIR: installs exactly what DIR/package-lock.json pins.
-npm_install() {
-	local dir=$1
-	if ! (cd "$dir" && npm ci --no-audit --no-fund); then
-		say "npm ci failed in $dir"
-		hint "if package.json changed: cd $dir && npm install --no-audit --no-fund, then review and commit package-lock.json"
-		return 1
-	fi
-}
 
 if [ "$mode" = test ]; then
 	npm_dir=cmd/gatehouse/testdata/npm

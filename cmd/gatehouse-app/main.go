@@ -55,6 +55,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/app"
 	"github.com/gatehouse-dev/gatehouse/assets"
 	"github.com/gatehouse-dev/gatehouse/gateway/approval"
+	"github.com/gatehouse-dev/gatehouse/internal/shellwords"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
@@ -105,7 +106,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	if err := checkDisplay(); err != nil {
 		fmt.Fprintf(stderr, "gatehouse-app: %v\n", err)
-		fmt.Fprintf(stderr, "hint: run it from a desktop session, or under Xvfb: xvfb-run gatehouse-app (the gatehouse CLI works without a display)\n")
+		// The program as it was started (bin/gatehouse-app from make run,
+		// gatehouse-app from PATH): the hint is a command that works.
+		fmt.Fprintf(stderr, "hint: run it from a desktop session, or under a virtual display: xvfb-run -a %s (the gatehouse CLI works without a display)\n", shellwords.Quote(os.Args[0]))
 		return 1
 	}
 

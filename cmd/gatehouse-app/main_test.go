@@ -122,7 +122,7 @@ func TestNoDisplay(t *testing.T) {
 	lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
 	if len(lines) != 2 ||
 		lines[0] != "gatehouse-app: no display: DISPLAY and WAYLAND_DISPLAY are unset" ||
-		!strings.HasPrefix(lines[1], "hint: ") || !strings.Contains(lines[1], "xvfb-run gatehouse-app") {
+		!strings.HasPrefix(lines[1], "hint: ") || !strings.Contains(lines[1], "xvfb-run -a "+appBinary(t)+" ") {
 		t.Errorf("stderr = %q, want the no-display error and a hint naming xvfb-run", r.stderr)
 	}
 	if _, err := os.Stat(home); !errors.Is(err, os.ErrNotExist) {
