@@ -366,7 +366,7 @@ func verificationView(v verification) fyne.CanvasObject {
 	return newPanel(color, 0x1C, container.NewVBox(
 		text(title, widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, ColorName: color}),
 		line(v.signature, "Signature valid: signed by key "+v.keyID+", announced in the log."),
-		line(v.inclusion, fmt.Sprintf("In the log: its inclusion proof leads to the tree of the signed checkpoint (%s entries, root %s).", thousands(int(v.size)), shortHash(v.root))),
+		line(v.inclusion, fmt.Sprintf("In the log: its inclusion proof leads to the log's tree as it is now (%s entries, root %s).", thousands(int(v.size)), shortHash(v.root))),
 		line(v.payloads, "Payloads match the salted commitments the entry signs (erased ones aside)."),
 	))
 }
