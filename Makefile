@@ -47,6 +47,10 @@ RUN ?=
 FUZZTIME ?= 10s
 # run: arguments for the app.
 ARGS ?=
+# stress: how many times the race-prone tests run under -race, and the
+# app's timing tests at each of -cpu=1,2.
+STRESS_RACE ?= 3000
+STRESS_APP ?= 100
 
 # Packages tested with -race: everything but the GUI (the Fyne app needs cgo
 # for GL, and its race build would be a second cold build of the driver).
@@ -59,7 +63,7 @@ define heading
 endef
 
 .PHONY: help run build test lint vet staticcheck test-unit test-race build-check \
-	bench eval fuzz deps clean distclean go-check deps-run deps-test \
+	bench eval fuzz stress deps clean distclean go-check deps-run deps-test \
 	package package-check deps-package
 
 help: ## list the targets
@@ -168,6 +172,19 @@ fuzz: go-check ## run every Fuzz* target for FUZZTIME each (default 10s)
 		echo "(Go's fuzz coordinator failed at the deadline having found nothing, golang/go#75804: replaying the corpus instead)"; \
 		go test -run "^$$fn\$$" "$$pkg" </dev/null; \
 	done <<<"$$targets"
+
+# The tests that touch timing, concurrency and processes, run many times:
+# the remote connection's start and stop and the file locks under -race,
+# the app's clock-driven tests (countdowns, retries) at one and two CPUs.
+# Not part of make test: about a quarter of an hour.
+stress: go-check ## rerun the timing, concurrency and process tests many times (STRESS_RACE=3000, STRESS_APP=100 at -cpu=1,2)
+	$(call heading,stress: gateway remote connections and internal/filelock; -race -count=$(STRESS_RACE))
+	CGO_ENABLED=1 go test -race -count=$(STRESS_RACE) -run '^TestRemote' ./gateway/
+	CGO_ENABLED=1 go test -race -count=$(STRESS_RACE) -run '^(TestLockExcludes|TestTryLock)$$' ./internal/filelock/
+	$(call heading,stress: the app's timing tests; -count=$(STRESS_APP) at one and two CPUs)
+	CGO_ENABLED=1 go test -count=$(STRESS_APP) -cpu=1,2 -timeout 60m \
+		-run '^(TestApprovalArmDelay|TestApprovalCountdown|TestApprovalCountsDownTheProxysWait|TestHistoryWithoutKeychain|TestPolicyWithoutKeychain|TestDatabaseLockedForWrites)$$' ./app/
+	$(call heading,stress: all passed)
 
 clean: ## remove build output (bin/, dist/, failed UI goldens)
 	rm -rf bin/ dist/ app/testdata/failed/
