@@ -19,6 +19,7 @@ import (
 // gatehouse proxy, and after gatehouse clients undo it runs the original
 // commands again from a ~/.claude.json that is byte for byte as it was.
 func TestClaudeCodeGovernAndUndo(t *testing.T) {
+	t.Parallel() // npm peers start slowly: these e2e tests wait on them side by side
 	nm := npmPeers(t)
 	home := t.TempDir()
 	userHome := t.TempDir()

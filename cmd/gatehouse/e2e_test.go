@@ -162,8 +162,8 @@ func inspector(t *testing.T, nm string, env []string, server []string, method ..
 // The MCP Inspector gets the same answers from three real servers through the
 // proxy as it gets from them directly.
 func TestInspectorSeesTheSameServers(t *testing.T) {
+	t.Parallel() // npm peers start slowly: these e2e tests wait on them side by side
 	nm := npmPeers(t)
-	home := t.TempDir()
 	files := t.TempDir()
 	os.WriteFile(filepath.Join(files, "notes.txt"), []byte("hello from the gate\n"), 0o600)
 	memDirect := filepath.Join(t.TempDir(), "direct.jsonl")
@@ -209,6 +209,8 @@ func TestInspectorSeesTheSameServers(t *testing.T) {
 	}
 	for _, s := range servers {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir() // each server its own home: the subtests run side by side
 			args := append(append([]string{"server", "add", s.name}, s.addArgs...), "--")
 			gatehouse(t, home, append(args, s.direct...)...)
 			allow(t, home, "mcp."+s.name+".*")
@@ -231,6 +233,7 @@ func TestInspectorSeesTheSameServers(t *testing.T) {
 // Claude Code, offline in a scratch HOME, connects to a server whose entry
 // runs gatehouse proxy.
 func TestClaudeCodeConnects(t *testing.T) {
+	t.Parallel() // npm peers start slowly: these e2e tests wait on them side by side
 	nm := npmPeers(t)
 	home := t.TempDir()
 	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
@@ -276,6 +279,7 @@ func connect(t *testing.T, home, name string, opts *mcp.ClientOptions) *mcp.Clie
 // tools/list_changed; progress notifications and cancellation cross the
 // proxy; server-to-client requests (roots) are answered through it.
 func TestListChangedProgressCancellation(t *testing.T) {
+	t.Parallel() // npm peers start slowly: these e2e tests wait on them side by side
 	nm := npmPeers(t)
 	home := t.TempDir()
 	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)

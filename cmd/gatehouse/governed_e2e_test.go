@@ -17,6 +17,7 @@ import (
 // allows is not allowed by it, and each call has its receipt (and its outcome
 // where it ran) in a log that verifies.
 func TestFilesystemGovernedThroughInspector(t *testing.T) {
+	t.Parallel() // npm peers start slowly: these e2e tests wait on them side by side
 	nm := npmPeers(t)
 	home := t.TempDir()
 	os.Chmod(home, 0o700)

@@ -17,6 +17,7 @@ import (
 // runs, the credential header reaches the server and never the client, and
 // the credential is nowhere in the home folder.
 func TestRemoteServerThroughProxy(t *testing.T) {
+	t.Parallel() // npm peers start slowly: these e2e tests wait on them side by side
 	nm := npmPeers(t)
 	home := t.TempDir()
 	os.Chmod(home, 0o700)
