@@ -263,9 +263,13 @@ func (c *remoteConn) post(frame []byte, msgs []message) {
 		}
 		return
 	case resp.StatusCode == http.StatusNotFound && c.sessionID() != "":
+		// Closed to input before this answer goes out: a client that
+		// sends again on reading it must meet the ended session, not a
+		// second POST into it.
 		err := fmt.Errorf("%s ended the session (HTTP 404)", c.host)
+		c.close(err)
 		c.answerFailed(msgs, err)
-		c.fail(err)
+		c.pw.Close()
 		return
 	case resp.StatusCode >= 300:
 		c.answerFailed(msgs, statusError(c.host, resp))
@@ -516,13 +520,18 @@ func (c *remoteConn) sessionID() string {
 // fail ends the session: the relay's read of it ends, and it answers every
 // request in flight with the reason.
 func (c *remoteConn) fail(err error) {
+	c.close(err)
+	c.pw.Close()
+}
+
+// close takes no more input, for the reason err (the first one given).
+func (c *remoteConn) close(err error) {
 	c.mu.Lock()
 	if c.err == nil {
 		c.err = err
 	}
 	c.closed = true
 	c.mu.Unlock()
-	c.pw.Close()
 }
 
 func (c *remoteConn) stop(grace time.Duration) {
