@@ -69,11 +69,39 @@ if [ -z "${_GATEHOUSE_KEYRING_DIR:-}" ]; then
 	done
 	if [ ${#missing[@]} -gt 0 ]; then
 		echo "$me: not found: ${missing[*]} (Debian packages: dbus gnome-keyring)" >&2
-		echo "hint: .ci/deps.sh test   (or: sudo apt-get install dbus gnome-keyring)" >&2
+		echo "hint: .ci/deps.sh test   (or as root: apt-get install dbus gnome-keyring)" >&2
 		exit 1
 	fi
 
-	dir=$(mktemp -d "${TMPDIR:-/tmp}/gatehouse-keyring.XXXXXXXX")
+	# The same folder and bus address every time for this checkout, so that
+	# go test can cache the results of tests that read them (it keys a
+	# cached result on the environment variables a test read); a second
+	# session of the same checkout at once gets a folder of its own.
+	key=$(printf '%s' "$PWD" | cksum | cut -d' ' -f1)
+	stable=${TMPDIR:-/tmp}/gatehouse-keyring-$(id -u)-$key
+	dir=
+	if command -v flock >/dev/null 2>&1 && exec 9>"$stable.lock" && flock -n 9; then
+		rm -rf "$stable" && mkdir -m 0700 "$stable" && dir=$stable
+	fi
+	[ -n "$dir" ] || dir=$(mktemp -d "${TMPDIR:-/tmp}/gatehouse-keyring.XXXXXXXX")
+	# The session bus's own configuration, but for where it listens: a
+	# fixed path rather than a random one.
+	cat >"$dir/bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <keep_umask/>
+  <listen>unix:path=$dir/bus</listen>
+  <auth>EXTERNAL</auth>
+  <standard_session_servicedirs/>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+CONF
 	cleanup_outer() {
 		# The inner half removes what it started; give it a moment if an
 		# interrupt ended dbus-run-session first.
@@ -101,7 +129,7 @@ if [ -z "${_GATEHOUSE_KEYRING_DIR:-}" ]; then
 	# prompt on the developer's screen and wait. CMD gets the display back.
 	env -u DISPLAY -u WAYLAND_DISPLAY _GATEHOUSE_KEYRING_DIR="$dir" \
 		_GATEHOUSE_DISPLAY="${DISPLAY-}" _GATEHOUSE_WAYLAND_DISPLAY="${WAYLAND_DISPLAY-}" \
-		dbus-run-session -- bash "$0" "$@" <&0 &
+		dbus-run-session --config-file="$dir/bus.conf" -- bash "$0" "$@" <&0 &
 	session=$!
 	trap 'interrupted=1; forward TERM' TERM
 	trap 'interrupted=1; forward HUP' HUP
@@ -120,6 +148,9 @@ if [ -z "${DBUS_SESSION_BUS_ADDRESS:-}" ]; then
 	echo "$me: dbus-run-session gave no DBUS_SESSION_BUS_ADDRESS" >&2
 	exit 1
 fi
+# Without the bus's random guid, which clients need not check: the same
+# address every run.
+export DBUS_SESSION_BUS_ADDRESS="unix:path=$dir/bus"
 
 daemon_pid=
 cleanup_inner() {
