@@ -35,6 +35,16 @@ _user_tags := $(subst $(comma),$(space),$(patsubst -tags=%,%,$(filter -tags=%,$(
 override GOFLAGS := $(strip -tags=$(subst $(space),$(comma),$(sort gles $(_user_tags))) $(filter-out -tags=%,$(_goflags)))
 export GOFLAGS
 
+# A checkout another user owns (sudo make test in a user's clone): git
+# refuses to read it unless told it is safe, and both the version below and
+# go build's VCS stamp read it. Git counts these variables as command-line
+# configuration, the only kind besides the user's own that may say so.
+ifeq ($(origin GIT_CONFIG_COUNT),undefined)
+export GIT_CONFIG_COUNT := 1
+export GIT_CONFIG_KEY_0 := safe.directory
+export GIT_CONFIG_VALUE_0 := $(CURDIR)
+endif
+
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 

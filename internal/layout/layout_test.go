@@ -191,7 +191,7 @@ func core(t *testing.T) []string {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-C", root, "./...").Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatalf("go list: %v\n%s", err, stderrOf(err))
 	}
 	g := readGraph(t)
 	var pkgs []string
@@ -215,7 +215,7 @@ func TestCoreLinksNoGUIAndNoTesting(t *testing.T) {
 	pkgs := core(t)
 	out, err := exec.Command("go", append([]string{"list", "-C", root, "-deps", "-f", "{{.ImportPath}}"}, pkgs...)...).Output()
 	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
+		t.Fatalf("go list -deps: %v\n%s", err, stderrOf(err))
 	}
 	gui := regexp.MustCompile(`^(fyne\.io/|github\.com/go-gl/|github\.com/fyne-io/|testing$)`)
 	for _, dep := range strings.Fields(string(out)) {
@@ -231,6 +231,14 @@ func TestCoreBuildsWithoutCgo(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
 	}
+}
+
+// stderrOf returns what a command that failed printed on stderr.
+func stderrOf(err error) []byte {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.Stderr
+	}
+	return nil
 }
 
 // The README names the Go version go.mod asks for.
