@@ -45,7 +45,7 @@ export GIT_CONFIG_KEY_0 := safe.directory
 export GIT_CONFIG_VALUE_0 := $(CURDIR)
 endif
 
-VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION := $(shell git -c safe.directory='$(CURDIR)' describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
 # go test flags for the test steps, e.g. GOTESTFLAGS=-count=1 or -v.
