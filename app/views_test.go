@@ -539,7 +539,7 @@ func TestHistoryEntryDetail(t *testing.T) {
 	p.list.Select(k)
 	h.wait("the entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == p.hl.hits[k].ID })
 	d := objectText(p.detail.content)
-	assertShows(t, d, "Verified", "Signature valid", "In the log: its inclusion proof leads to the tree", "Payloads match",
+	assertShows(t, d, "Verified", "Signature valid", "In the log: its inclusion proof leads to the log's tree", "Payloads match",
 		"Arguments (as stored, after redaction)", "Result (as stored, after redaction)", "SELECT", "Signed entry", "Erase payload…")
 
 	// The erased call shows its tombstone, and still verifies.
