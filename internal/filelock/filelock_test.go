@@ -156,13 +156,21 @@ func TestTryLock(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := New(path).Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	m := New(path)
+	if _, err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Mutex.Lock while TryLock holds = %v, want it to wait", err)
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "42\n" {
 		t.Fatalf("reading the held file = %q, %v", b, err)
 	}
 	f.Close()
+	// The Mutex's given-up wait takes the lock as it comes and lets go at
+	// once: taking and leaving the Mutex waits until it has.
+	unlock, err := m.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
 	g, err := TryLock(path)
 	if err != nil {
 		t.Fatalf("TryLock after the holder closed = %v", err)
