@@ -60,6 +60,7 @@ ARGS ?=
 # stress: how many times the race-prone tests run under -race, and the
 # app's timing tests at each of -cpu=1,2.
 STRESS_RACE ?= 3000
+STRESS_LOCK ?= 300
 STRESS_APP ?= 100
 
 # Packages tested with -race: everything but the GUI (the Fyne app needs cgo
@@ -186,11 +187,11 @@ fuzz: go-check ## run every Fuzz* target for FUZZTIME each (default 10s)
 # The tests that touch timing, concurrency and processes, run many times:
 # the remote connection's start and stop and the file locks under -race,
 # the app's clock-driven tests (countdowns, retries) at one and two CPUs.
-# Not part of make test: about a quarter of an hour.
-stress: go-check ## rerun the timing, concurrency and process tests many times (STRESS_RACE=3000, STRESS_APP=100 at -cpu=1,2)
-	$(call heading,stress: gateway remote connections and internal/filelock; -race -count=$(STRESS_RACE))
-	CGO_ENABLED=1 go test -race -count=$(STRESS_RACE) -run '^TestRemote' ./gateway/
-	CGO_ENABLED=1 go test -race -count=$(STRESS_RACE) -run '^(TestLockExcludes|TestTryLock)$$' ./internal/filelock/
+# Not part of make test: about twenty minutes.
+stress: go-check ## rerun the timing, concurrency and process tests many times (STRESS_RACE=3000, STRESS_LOCK=300, STRESS_APP=100 at -cpu=1,2)
+	$(call heading,stress: gateway remote connections -count=$(STRESS_RACE) and internal/filelock -count=$(STRESS_LOCK); -race)
+	CGO_ENABLED=1 go test -race -count=$(STRESS_RACE) -timeout 60m -run '^TestRemote' ./gateway/
+	CGO_ENABLED=1 go test -race -count=$(STRESS_LOCK) -timeout 60m -run '^(TestLockExcludes|TestTryLock)$$' ./internal/filelock/
 	$(call heading,stress: the app's timing tests; -count=$(STRESS_APP) at one and two CPUs)
 	CGO_ENABLED=1 go test -count=$(STRESS_APP) -cpu=1,2 -timeout 60m \
 		-run '^(TestApprovalArmDelay|TestApprovalCountdown|TestApprovalCountsDownTheProxysWait|TestHistoryWithoutKeychain|TestPolicyWithoutKeychain|TestDatabaseLockedForWrites)$$' ./app/
