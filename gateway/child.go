@@ -41,12 +41,12 @@ type child struct {
 // error messages), with the secrets redact knows removed from it. The child
 // runs in its own process group so that stopping it also stops what it
 // started (npx starts node, uvx starts python).
-func startChild(c Command, stderr io.Writer, redact *redactor) (*child, error) {
+func startChild(c Command, stderr io.Writer, secrets *secretSet) (*child, error) {
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Dir = c.Dir
 	setProcAttr(cmd)
-	tail := &tailWriter{w: stderr, max: 2048, redact: redact}
+	tail := &tailWriter{w: stderr, max: 2048, secrets: secrets}
 	cmd.Stderr = tail
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -138,14 +138,15 @@ func (c *child) awaitExit(ctx context.Context, d time.Duration) {
 	}
 }
 
-// tailWriter passes writes through and remembers the last max bytes. With
-// a redactor, it passes whole lines only, each with the server's secrets
-// replaced: a server's stderr ends up in the MCP client's logs, and its last
-// line in what the client is told when the server exits.
+// tailWriter passes writes through and remembers the last max bytes. It
+// passes whole lines only, each with the session's secrets replaced: a
+// server's stderr ends up in the MCP client's logs, and its last line in
+// what the client is told when the server exits. The set of secrets grows
+// as calls resolve vault values, so lines are always held until they end.
 type tailWriter struct {
-	w      io.Writer
-	max    int
-	redact *redactor // nil: pass writes as they come
+	w       io.Writer
+	max     int
+	secrets *secretSet // nil: pass writes as they come
 
 	mu      sync.Mutex
 	tail    []byte // guarded by mu
@@ -153,24 +154,33 @@ type tailWriter struct {
 }
 
 // maxPartialLine bounds a line kept back for redaction: a longer one is
-// passed on in pieces (a secret across the cut is not caught).
+// passed on in pieces, each cut short of where a secret could still be
+// completed by what follows.
 const maxPartialLine = 64 << 10
 
 func (t *tailWriter) Write(p []byte) (int, error) {
-	if t.redact == nil {
+	if t.secrets == nil {
 		t.pass(p)
 		return len(p), nil
 	}
 	t.mu.Lock()
 	t.partial = append(t.partial, p...)
-	end := bytes.LastIndexByte(t.partial, '\n') + 1
-	if end == 0 && len(t.partial) > maxPartialLine {
-		end = len(t.partial)
-	}
 	var out []byte
-	if end > 0 {
-		out = []byte(t.redact.redactText(string(t.partial[:end])))
+	if end := bytes.LastIndexByte(t.partial, '\n') + 1; end > 0 {
+		out = []byte(t.secrets.redactor().redactText(string(t.partial[:end])))
 		t.partial = append(t.partial[:0], t.partial[end:]...)
+	}
+	if len(t.partial) > maxPartialLine {
+		// Redact what is held, pass on all but its last window: a
+		// secret whose start is in the window is caught with the rest.
+		red := t.secrets.redactor()
+		held := []byte(red.redactText(string(t.partial)))
+		keep := 0
+		if red != nil {
+			keep = min(len(held), red.window)
+		}
+		out = append(out, held[:len(held)-keep]...)
+		t.partial = append(t.partial[:0], held[len(held)-keep:]...)
 	}
 	t.mu.Unlock()
 	if len(out) > 0 {
@@ -181,11 +191,11 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 
 // flush passes on a last line without its newline.
 func (t *tailWriter) flush() {
-	if t.redact == nil {
+	if t.secrets == nil {
 		return
 	}
 	t.mu.Lock()
-	out := []byte(t.redact.redactText(string(t.partial)))
+	out := []byte(t.secrets.redactor().redactText(string(t.partial)))
 	t.partial = nil
 	t.mu.Unlock()
 	if len(out) > 0 {

@@ -1,7 +1,7 @@
 package gateway
 
 import (
-	"cmp"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -11,8 +11,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	fastjson "github.com/segmentio/encoding/json"
 )
 
 // A Governor decides on each tools/call and records it. The proxy calls
@@ -119,21 +117,13 @@ const (
 	StatusUnknown   = "UNKNOWN"
 )
 
-// governed is the state of one governed call in flight.
-type governed struct {
-	call   *Call
-	auth   *Authorization
-	start  time.Time
-	cancel context.CancelFunc // stops a pending authorization
-	ran    bool               // forwarded to the server
-}
-
-// sessionState is what the relay learns about the client and the server's tools,
-// for the governor.
+// sessionState is what the relay learns about the client and the server's
+// tools, for the governor.
 type sessionState struct {
 	mu     sync.Mutex
 	client Client           // guarded by mu
 	tools  map[string]*Tool // guarded by mu; from the latest tools/list pages
+	held   string           // why calls are held: a listing the gate could not read one way; guarded by mu
 }
 
 func (s *sessionState) setClient(c Client) {
@@ -148,247 +138,353 @@ func (s *sessionState) clientInfo() Client {
 	return s.client
 }
 
-func (s *sessionState) tool(name string) *Tool {
+// tool returns the tool called name as last listed, and why calls are held
+// ("" when they are not).
+func (s *sessionState) tool(name string) (*Tool, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.tools[name]
+	return s.tools[name], s.held
 }
 
-// noteTools records the tools of a tools/list result page, and returns them.
-func (s *sessionState) noteTools(result []byte) []*Tool {
-	var page struct {
-		Result struct {
-			Tools []json.RawMessage `json:"tools"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(result, &page) != nil {
-		return nil
+// hold holds every governed call until a listing the gate can read comes.
+func (s *sessionState) hold(why string) {
+	s.mu.Lock()
+	s.held = why
+	s.mu.Unlock()
+}
+
+// noteTools records the tools of a tools/list result page and returns them.
+// A page that lists a tool twice, or a definition that is not an object
+// with a name, could be read as one tool by the gate and as another by the
+// client: the page is not recorded, and calls are held until a page that
+// can be read one way comes.
+func (s *sessionState) noteTools(result Value) []*Tool {
+	list, ok := result.Get("tools")
+	why := ""
+	var listed []*Tool
+	seen := map[string]bool{}
+	switch {
+	case !ok || list.Kind() != Array:
+		why = "its tools/list answer has no list of tools"
+	default:
+		for def := range list.Elements() {
+			t, err := readTool(def)
+			switch {
+			case err != nil:
+				why = err.Error()
+			case seen[t.Name]:
+				why = fmt.Sprintf("it listed the tool %q twice", t.Name)
+			}
+			if why != "" {
+				break
+			}
+			seen[t.Name] = true
+			listed = append(listed, t)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if why != "" {
+		s.held = "its last tool listing could not be read one way: " + why
+		return nil
+	}
+	s.held = ""
 	if s.tools == nil {
 		s.tools = map[string]*Tool{}
 	}
-	var listed []*Tool
-	for _, raw := range page.Result.Tools {
-		t := &Tool{}
-		if json.Unmarshal(raw, t) != nil || t.Name == "" {
-			continue
-		}
-		t.Raw = append(json.RawMessage(nil), raw...)
+	for _, t := range listed {
 		s.tools[t.Name] = t
-		listed = append(listed, t)
 	}
 	return listed
 }
 
-// callParams are the parts of tools/call params the gate needs.
-type callParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Meta      struct {
-		ProgressToken  json.RawMessage `json:"progressToken"`
-		ClientInfo     *Client         `json:"io.modelcontextprotocol/clientInfo"`
-		IdempotencyKey string          `json:"idempotencyKey"`
-		GatehouseKey   string          `json:"dev.gatehouse/idempotencyKey"`
-	} `json:"_meta"`
+// readTool reads one tool definition. Raw keeps all of it: the pin covers
+// the whole definition as the client reads it.
+func readTool(def Value) (*Tool, error) {
+	name, ok := def.Get("name")
+	s, isText := name.Text()
+	if def.Kind() != Object || !ok || !isText || s == "" {
+		return nil, errors.New("a tool definition has no name")
+	}
+	t := &Tool{Name: s, Raw: bytes.Clone(def.Raw())}
+	if d, ok := def.Get("description"); ok {
+		t.Description, _ = d.Text()
+	}
+	if a, ok := def.Get("annotations"); ok && a.Kind() == Object {
+		hint := func(name string) *bool {
+			v, _ := a.Get(name)
+			if b, ok := v.Bool(); ok {
+				return &b
+			}
+			return nil
+		}
+		t.Annotations = &Annotations{ReadOnlyHint: hint("readOnlyHint"), DestructiveHint: hint("destructiveHint"),
+			IdempotentHint: hint("idempotentHint"), OpenWorldHint: hint("openWorldHint")}
+	}
+	return t, nil
 }
 
-// readCallParams reads a tools/call's params as a server does that reads
-// JSON exactly, and refuses params another server could read differently
-// (see ambiguity).
-func readCallParams(raw []byte) (callParams, error) {
-	var env struct {
-		Params json.RawMessage `json:"params"`
-	}
+// callParams are the parts of tools/call params the gate reads.
+type callParams struct {
+	name           string
+	arguments      Value // Invalid when there are none
+	progressToken  Value // Invalid when there is none
+	client         *Client
+	idempotencyKey string
+}
+
+// readCallParams reads a tools/call's params, and refuses params that a
+// server could read as another call: a member that only a reader folding
+// case takes for one of the gate's, arguments that are not an object.
+func readCallParams(m message) (callParams, error) {
 	var p callParams
-	if _, err := fastjson.Parse(raw, &env, fastjson.DontMatchCaseInsensitiveStructFields); err != nil {
-		return p, fmt.Errorf("tools/call params: %w", err)
+	params, ok := m.val.Get("params")
+	if !ok || params.Kind() != Object {
+		return p, errors.New("tools/call needs params, an object")
 	}
-	if why := ambiguity(env.Params, callMembers); why != "" {
-		return p, fmt.Errorf("its params could be read differently by the server: %s", why)
+	if odd := oddMember(params, callMembers); odd != "" {
+		return p, fmt.Errorf("its params member %q is not %q, but a server could take it for that", odd, FoldName(odd))
 	}
-	if _, err := fastjson.Parse(env.Params, &p, fastjson.DontMatchCaseInsensitiveStructFields); err != nil || p.Name == "" {
+	name, _ := params.Get("name")
+	if p.name, ok = name.Text(); !ok || p.name == "" {
 		return p, errors.New("tools/call needs params with a name, a string")
+	}
+	if args, ok := params.Get("arguments"); ok {
+		if args.Kind() != Object && args.Kind() != Null {
+			return p, errors.New("the arguments of a tools/call are an object")
+		}
+		if args.Kind() == Object {
+			p.arguments = args
+		}
+	}
+	meta, ok := params.Get("_meta")
+	if !ok {
+		return p, nil
+	}
+	if meta.Kind() != Object {
+		return p, errors.New("the _meta of a tools/call is an object")
+	}
+	if t, ok := meta.Get("progressToken"); ok {
+		if _, _, ok := readID(t); !ok {
+			return p, errors.New("a progress token is a string or an integer")
+		}
+		p.progressToken = t
+	}
+	if info, ok := meta.Get("io.modelcontextprotocol/clientInfo"); ok {
+		c := clientOf(info)
+		p.client = &c
+	}
+	for _, k := range []string{"idempotencyKey", "dev.gatehouse/idempotencyKey"} {
+		if v, ok := meta.Get(k); ok && p.idempotencyKey == "" {
+			if p.idempotencyKey, ok = v.Text(); !ok {
+				return p, fmt.Errorf("_meta.%s is a string", k)
+			}
+		}
 	}
 	return p, nil
 }
 
-// govern handles a tools/call from the client: it asks the governor, and
-// forwards the call (with the arguments the governor gives) only when it
-// may run. It runs on its own goroutine, so that a call waiting for an
-// approver holds up nothing else.
-func (r *relay) govern(ctx context.Context, m message) {
+// clientOf reads a clientInfo object.
+func clientOf(info Value) Client {
+	var c Client
+	if n, ok := info.Get("name"); ok {
+		c.Name, _ = n.Text()
+	}
+	if v, ok := info.Get("version"); ok {
+		c.Version, _ = v.Text()
+	}
+	return c
+}
+
+// clone copies a message out of the frame buffer it was read from.
+func (m message) clone() message {
+	raw := bytes.Clone(m.raw)
+	m.raw, m.val, m.id = raw, Value{raw: raw}, bytes.Clone(m.id)
+	return m
+}
+
+// govern is the life of one governed tools/call, from the gate's decision
+// to its outcome. It runs on its own goroutine, so that a call waiting for
+// an approver holds up nothing else. req was registered when the call
+// arrived: until it is sent, no answer from the server can pass for it.
+//
+// The call MUST NOT reach the server unless the governor allowed it, and
+// then only as the gate read it (the arguments the governor gives, spliced
+// into the bytes that were read).
+func (r *relay) govern(req *request, m message) {
 	defer r.wg.Done()
-	id := json.RawMessage(append([]byte(nil), m.id...))
-	p, err := readCallParams(m.raw)
+	defer req.cancel()
+	refuse := func(text string) { r.reply(req, toolErrorResponse(req.id, text), nil) }
+
+	// 1. Read the call.
+	p, err := readCallParams(m)
 	if err != nil {
-		r.log.Warn("refused a tools/call", slog.Any("err", err))
-		r.answer(id, m.method, toolErrorResponse(id, "Gatehouse refused this call, so it did not run: "+err.Error()))
+		r.log.Warn("refused a tools/call", slog.String("why", r.text(err.Error())))
+		refuse("Gatehouse refused this call, so it did not run: " + err.Error())
+		return
+	}
+	def, held := r.sess.tool(p.name)
+	if held != "" {
+		refuse(fmt.Sprintf("Gatehouse is holding calls to %s, so this call did not run: %s. It lets calls through again once the server lists its tools in a form it can read.", r.server, held))
 		return
 	}
 	client := r.sess.clientInfo()
-	if p.Meta.ClientInfo != nil {
-		client = *p.Meta.ClientInfo
+	if p.client != nil {
+		client = *p.client
 	}
-	c := &Call{Server: r.server, Tool: p.Name, Arguments: p.Arguments, Client: client, Session: r.sessionID, Definition: r.sess.tool(p.Name)}
-	c.Recorded = c.Arguments
-	c.IdempotencyKey = cmp.Or(p.Meta.IdempotencyKey, p.Meta.GatehouseKey)
-	if r.redact != nil && len(c.Arguments) > 0 {
-		c.Recorded, _ = r.redact.redact(c.Arguments)
+	c := &Call{Server: r.server, Tool: p.name, Client: client, Session: r.sessionID,
+		IdempotencyKey: p.idempotencyKey, Definition: def}
+	if p.arguments.Kind() == Object {
+		c.Arguments = json.RawMessage(p.arguments.Raw())
+		recorded, _ := r.secrets.redactor().redactValue(p.arguments)
+		c.Recorded = json.RawMessage(recorded)
+	}
+	req.call = c
+
+	// 2. Decide (and record the decision, durably, before anything runs).
+	auth, err := r.gov.Authorize(req.ctx, c, r.progress(p.progressToken))
+	switch {
+	case req.ctx.Err() != nil:
+		// Cancelled by the client (which expects no answer), or the
+		// proxy is stopping (and has answered).
+		r.take(req)
+		return
+	case err != nil:
+		r.log.Error("the gate could not decide; the call does not run", slog.String("tool", r.text(c.Tool)), slog.Any("err", err))
+		refuse("Gatehouse could not decide on this call, so it did not run: " + err.Error())
+		return
+	case !auth.Allow:
+		refuse(auth.Message)
+		return
+	case auth.Replay != nil:
+		r.replay(req, auth)
+		return
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	g := &governed{call: c, cancel: cancel}
-	r.mu.Lock()
-	r.governed[string(id)] = g
-	r.mu.Unlock()
-
-	var progress func(string)
-	if len(p.Meta.ProgressToken) > 0 {
-		token := p.Meta.ProgressToken
-		n := 0
-		progress = func(msg string) {
-			n++
-			b, _ := json.Marshal(msg)
-			r.up.write([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"message":%s}}`, token, n, b)))
-		}
-	}
-	auth, err := r.gov.Authorize(ctx, c, progress)
-	if ctx.Err() != nil {
-		// The client cancelled the call while it waited: it expects no answer.
-		r.forget(id)
-		return
-	}
-	if err != nil {
-		r.log.Error("the gate could not decide; the call does not run", slog.String("tool", c.Tool), slog.Any("err", err))
-		r.answer(id, m.method, toolErrorResponse(id, "Gatehouse could not decide on this call, so it did not run: "+err.Error()))
-		return
-	}
-	if !auth.Allow {
-		r.answer(id, m.method, toolErrorResponse(id, auth.Message))
-		return
-	}
-	if auth.Replay != nil {
-		r.replay(id, g, auth)
-		return
-	}
+	// 3. Prepare the call as the gate allowed it.
 	frame := m.raw
 	if auth.Arguments != nil {
-		if frame, err = withArguments(m.raw, auth.Arguments); err != nil {
-			r.answer(id, m.method, toolErrorResponse(id, "Gatehouse could not prepare this call, so it did not run: "+err.Error()))
+		if frame, err = withArguments(m, auth.Arguments); err != nil {
+			refuse("Gatehouse could not prepare this call, so it did not run: " + err.Error())
 			return
 		}
 	}
+	// The values resolved for the server are kept out of everything it
+	// sends from now on, in this call's answer and in every other channel.
+	r.secrets.add(auth.Redact)
+
+	// 4. Send it, unless it was cancelled or answered meanwhile; from now
+	// on the server's answer is its answer.
 	r.mu.Lock()
-	g.auth, g.start, g.ran = auth, time.Now(), true
-	failed := r.failed
-	r.mu.Unlock()
-	if failed != nil {
-		// The server is gone; fail() has answered the client and will
-		// not see this call as run.
-		r.forget(id)
+	if r.requests[req.key] != req || r.failed != nil {
+		r.mu.Unlock()
 		return
 	}
-	if err := r.down.write(frame); err != nil {
-		r.log.Warn("writing to server", slog.Any("err", err))
+	req.auth, req.sent, req.start = auth, true, time.Now()
+	req.timer = time.AfterFunc(r.timeout, func() { r.timedOut(req) })
+	r.mu.Unlock()
+	r.toServer(frame)
+	// 5. The answer, and the outcome, come in fromServer (or from fail,
+	// cancelledLocked or timedOut).
+}
+
+// progress returns how the gate tells the client that a call is still
+// waiting, when the client asked for progress; nil otherwise.
+func (r *relay) progress(token Value) func(string) {
+	if token.Kind() == Invalid {
+		return nil
 	}
+	n := 0
+	return func(msg string) {
+		n++
+		r.up.write([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"message":%s}}`,
+			token.Raw(), n, quote(msg))))
+	}
+}
+
+// timedOut ends a call the server did not answer in time.
+func (r *relay) timedOut(req *request) {
+	text := fmt.Sprintf("Gatehouse stopped waiting for %s: the server did not answer this call within %s. Whether it took effect is not known; its outcome is recorded as UNKNOWN (receipt %s).",
+		r.server, r.timeout, req.auth.Receipt)
+	if !r.reply(req, toolErrorResponse(req.id, text), &Outcome{Status: StatusUnknown, Duration: time.Since(req.start)}) {
+		return
+	}
+	r.log.Warn("a call timed out", slog.String("tool", r.text(req.call.Tool)), slog.Duration("after", r.timeout))
+	cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":%s}}`,
+		req.id, quote("Gatehouse: no answer within "+r.timeout.String()))
+	r.toServer([]byte(cancel))
 }
 
 // replay answers a call with the recorded result of its earlier run, and
 // records that as its outcome.
-func (r *relay) replay(id json.RawMessage, g *governed, auth *Authorization) {
+func (r *relay) replay(req *request, auth *Authorization) {
 	resp, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Result  json.RawMessage `json:"result"`
-	}{"2.0", id, auth.Replay})
-	r.mu.Lock()
-	g.auth, g.start = auth, time.Now()
-	r.mu.Unlock()
-	if !r.forget(id) {
-		return
-	}
-	r.up.write(resp)
-	o := &Outcome{Status: StatusSucceeded, Result: auth.Replay}
-	var res struct {
-		IsError bool `json:"isError"`
-	}
-	if json.Unmarshal(auth.Replay, &res) == nil && res.IsError {
-		o.Status = StatusFailed
-	}
-	r.complete(g, o)
+	}{"2.0", req.id, auth.Replay})
+	req.auth = auth
+	r.reply(req, resp, outcomeOf(resp, 0))
 }
 
-// withArguments returns a tools/call request with params.arguments replaced.
-func withArguments(raw []byte, args json.RawMessage) ([]byte, error) {
-	var msg map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &msg); err != nil {
-		return nil, err
+// withArguments returns a tools/call request with params.arguments
+// replaced, and everything else as it was read.
+func withArguments(m message, args json.RawMessage) ([]byte, error) {
+	if _, err := ReadValue(args); err != nil {
+		return nil, fmt.Errorf("the arguments it prepared: %w", err)
 	}
-	var params map[string]json.RawMessage
-	if err := json.Unmarshal(msg["params"], &params); err != nil {
-		return nil, err
+	params, _ := m.val.Get("params")
+	var p []byte
+	if _, ok := params.Get("arguments"); ok {
+		p, _ = withMember(params, "arguments", args)
+	} else {
+		raw := params.Raw()
+		sep := ","
+		if len(bytes.TrimSpace(raw[1:len(raw)-1])) == 0 {
+			sep = ""
+		}
+		p = append(append(append([]byte(`{"arguments":`), args...), sep...), raw[1:]...)
 	}
-	params["arguments"] = args
-	b, err := json.Marshal(params)
+	out, ok := withMember(m.val, "params", p)
+	if !ok {
+		return nil, errors.New("the call has no params")
+	}
+	return out, nil
+}
+
+// outcomeOf reads how a call ended from the answer the client got.
+func outcomeOf(answer []byte, d time.Duration) *Outcome {
+	o := &Outcome{Status: StatusSucceeded, Duration: d}
+	v, err := ReadValue(answer)
 	if err != nil {
-		return nil, err
+		o.Status = StatusFailed
+		return o
 	}
-	msg["params"] = b
-	return json.Marshal(msg)
-}
-
-// answer sends the proxy's own answer to a request the server never saw.
-func (r *relay) answer(id json.RawMessage, method string, resp []byte) {
-	if r.forget(id) {
-		r.up.write(resp)
-	}
-}
-
-// forget drops a request from the books; it reports whether it was still
-// pending (not already answered because the server went away).
-func (r *relay) forget(id json.RawMessage) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.pending[string(id)]
-	delete(r.pending, string(id))
-	delete(r.governed, string(id))
-	return ok
-}
-
-// completed records the outcome of a governed call the server answered.
-// It runs after the answer went to the client: only the receipt has to be
-// durable before a call; the outcome is not on its critical path.
-func (r *relay) completed(g *governed, resp []byte, findings []Finding) {
-	o := &Outcome{Status: StatusSucceeded, Duration: time.Since(g.start), Findings: findings}
-	var m struct {
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Code int64 `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(resp, &m) == nil {
-		o.Result = m.Result
-		var res struct {
-			IsError bool `json:"isError"`
+	if e, ok := v.Get("error"); ok {
+		o.Status = StatusFailed
+		if c, ok := e.Get("code"); ok {
+			o.ErrorCode, _ = c.Int()
 		}
-		switch {
-		case m.Error != nil:
-			o.Status, o.ErrorCode = StatusFailed, m.Error.Code
-		case json.Unmarshal(m.Result, &res) == nil && res.IsError:
-			o.Status = StatusFailed
+		return o
+	}
+	if res, ok := v.Get("result"); ok {
+		o.Result = json.RawMessage(res.Raw())
+		if isErr, ok := res.Get("isError"); ok {
+			if b, _ := isErr.Bool(); b {
+				o.Status = StatusFailed
+			}
 		}
 	}
-	r.complete(g, o)
+	return o
 }
 
-func (r *relay) complete(g *governed, o *Outcome) {
+// complete records the outcome of a governed call, off the relay's path:
+// only the receipt has to be durable before a call.
+func (r *relay) complete(req *request, o *Outcome) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		r.gov.Complete(context.Background(), g.call, g.auth, o)
+		r.gov.Complete(context.Background(), req.call, req.auth, o)
 	}()
 }
 

@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	fastjson "github.com/segmentio/encoding/json"
+	"strconv"
 )
 
 // JSON-RPC error codes the proxy answers with itself.
@@ -27,105 +26,115 @@ const (
 	kindResponse
 )
 
-// present records that a JSON member exists without copying its value.
-type present bool
-
-func (p *present) UnmarshalJSON([]byte) error { *p = true; return nil }
-
-// envelope is the part of a JSON-RPC message the relay needs to route it. The
-// message itself is relayed as the bytes that arrived, so members the proxy
-// does not know (and params and results it does not look at) pass unchanged.
-type envelope struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Result  present         `json:"result"`
-	Error   present         `json:"error"`
-}
-
-// message is one parsed JSON-RPC message.
+// message is one JSON-RPC message, read by the one strict reading.
 type message struct {
 	kind   kind
-	id     json.RawMessage // raw id as it arrived; nil for notifications
+	id     json.RawMessage // the id as written; nil when it has none usable
+	key    string          // the id as a value, for matching answers; "" when none
 	method string
-	raw    []byte // the whole message as it arrived
+	val    Value // the whole message
+	raw    []byte
 }
 
-// errNotJSON and errInvalid distinguish a parse error from a well-formed JSON
-// value that is not a JSON-RPC message.
+// errNotJSON and errInvalid distinguish bytes that are not JSON the gate can
+// read from a JSON value that is not a JSON-RPC message.
 var (
-	errNotJSON = errors.New("not JSON")
+	errNotJSON = errors.New("not JSON the gate can read one way")
 	errInvalid = errors.New("not a JSON-RPC 2.0 message")
 )
 
-// parseFrame parses one frame into its messages: one, or several for a
-// JSON-RPC batch (an array, allowed up to protocol 2025-03-26). For an
-// invalid message that still carries a usable id, the returned message has
-// kindInvalid and that id, so the sender can be answered.
+// envelopeMembers are the members of a JSON-RPC message.
+var envelopeMembers = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true, "result": true, "error": true}
+
+// parseFrame reads one frame into its messages: one, or several for a
+// JSON-RPC batch (an array, allowed up to protocol 2025-03-26). A batch is
+// valid only when every member is: the error then names the first that is
+// not, and msgs still holds every member, so that each request with a
+// usable id can be answered.
 func parseFrame(frame []byte) (msgs []message, batch bool, err error) {
-	frame = bytes.TrimSpace(frame)
-	if len(frame) > 0 && frame[0] == '[' {
-		var elems []json.RawMessage
-		if err := json.Unmarshal(frame, &elems); err != nil {
-			return nil, true, fmt.Errorf("%w: %v", errNotJSON, err)
-		}
-		if len(elems) == 0 {
-			return nil, true, fmt.Errorf("%w: empty batch", errInvalid)
-		}
-		msgs = make([]message, 0, len(elems))
-		for _, e := range elems {
-			m, err := parseMessage(e)
-			if err != nil && !errors.Is(err, errInvalid) {
-				return nil, true, err
-			}
-			msgs = append(msgs, m)
-		}
-		return msgs, true, nil
-	}
-	m, err := parseMessage(frame)
+	v, err := ReadValue(frame)
 	if err != nil {
+		return nil, bytes.HasPrefix(bytes.TrimSpace(frame), []byte("[")), fmt.Errorf("%w: %v", errNotJSON, err)
+	}
+	if v.Kind() != Array {
+		m, err := readMessage(v)
 		return []message{m}, false, err
 	}
-	return []message{m}, false, nil
+	var first error
+	for e := range v.Elements() {
+		m, err := readMessage(e)
+		if err != nil && first == nil {
+			first = fmt.Errorf("batch member %d: %w", len(msgs)+1, err)
+		}
+		msgs = append(msgs, m)
+	}
+	if len(msgs) == 0 {
+		return nil, true, fmt.Errorf("%w: empty batch", errInvalid)
+	}
+	return msgs, true, first
 }
 
-func parseMessage(raw []byte) (message, error) {
-	var env envelope
-	// segmentio's decoder validates and skips params and results in one pass
-	// (encoding/json makes two), which is most of the relay's own cost on
-	// large messages. Its error types are encoding/json's. Member names match
-	// exactly, as they do for the servers and clients on either side
-	// (encoding/json would take "Method" for "method"); a repeated member
-	// counts as its last occurrence, as in JavaScript's JSON.parse.
-	rest, err := fastjson.Parse(raw, &env, fastjson.DontCopyRawMessage|fastjson.DontMatchCaseInsensitiveStructFields)
-	if err == nil && len(bytes.TrimSpace(rest)) > 0 {
-		err = fmt.Errorf("%w: data after the message", errNotJSON)
-		return message{kind: kindInvalid, raw: raw}, err
+// readMessage reads one JSON-RPC message. For an invalid message that
+// still carries a usable id, the returned message has kindInvalid and that
+// id, so that the sender can be answered.
+func readMessage(v Value) (message, error) {
+	m := message{kind: kindInvalid, val: v, raw: v.Raw()}
+	if v.Kind() != Object {
+		return m, fmt.Errorf("%w: a message is a JSON object", errInvalid)
 	}
-	if err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			// Valid JSON, wrong shape: {"method": 3}, [1], "x".
-			return message{kind: kindInvalid, raw: raw}, fmt.Errorf("%w: %v", errInvalid, err)
+	var (
+		version, method  string
+		id               Value
+		hasID, hasMethod bool
+		hasResult, hasEr bool
+		odd              string
+	)
+	for name, val := range v.Members() {
+		switch name {
+		case "jsonrpc":
+			version, _ = val.Text()
+		case "id":
+			id, hasID = val, true
+		case "method":
+			s, ok := val.Text()
+			if !ok || s == "" {
+				odd = "its method is not a name"
+			}
+			method, hasMethod = s, true
+		case "params":
+		case "result":
+			hasResult = true
+		case "error":
+			hasEr = true
+		default:
+			if f := FoldName(name); envelopeMembers[f] && odd == "" {
+				// Go's encoding/json would take it for the member.
+				odd = fmt.Sprintf("member %q is not JSON-RPC's %q", name, f)
+			}
 		}
-		return message{kind: kindInvalid, raw: raw}, fmt.Errorf("%w: %v", errNotJSON, err)
 	}
-	m := message{raw: raw, method: env.Method}
-	if validID(env.ID) {
-		m.id = env.ID
+	if hasID {
+		if raw, key, ok := readID(id); ok {
+			m.id, m.key = raw, key
+		}
 	}
+	m.method = method
 	switch {
-	case env.JSONRPC != "2.0":
-		return m, fmt.Errorf("%w: jsonrpc member is %q, want \"2.0\"", errInvalid, env.JSONRPC)
-	case env.ID != nil && !validID(env.ID):
-		return m, fmt.Errorf("%w: id must be a string, a number or null", errInvalid)
-	case env.Method != "" && bool(env.Result || env.Error):
+	case version != "2.0":
+		return m, fmt.Errorf("%w: its jsonrpc member is not \"2.0\"", errInvalid)
+	case odd != "":
+		return m, fmt.Errorf("%w: %s", errInvalid, odd)
+	case hasID && m.key == "" && !(id.Kind() == Null && hasEr && !hasMethod):
+		return m, fmt.Errorf("%w: an id is a string or an integer", errInvalid)
+	case hasMethod && (hasResult || hasEr):
 		return m, fmt.Errorf("%w: a message has either a method or a result", errInvalid)
-	case env.Method != "" && env.ID != nil:
+	case hasResult && hasEr:
+		return m, fmt.Errorf("%w: an answer has either a result or an error", errInvalid)
+	case hasMethod && hasID:
 		m.kind = kindRequest
-	case env.Method != "":
+	case hasMethod:
 		m.kind = kindNotification
-	case bool(env.Result || env.Error) && env.ID != nil:
+	case (hasResult || hasEr) && hasID:
 		m.kind = kindResponse
 	default:
 		return m, fmt.Errorf("%w: no method, result or error", errInvalid)
@@ -133,25 +142,28 @@ func parseMessage(raw []byte) (message, error) {
 	return m, nil
 }
 
-// validID reports whether raw, a valid JSON value, is a string, a number or
-// null (null is allowed by JSON-RPC only in error responses, which the relay
-// passes as they are).
-func validID(raw json.RawMessage) bool {
-	if len(raw) == 0 {
-		return false
+// readID returns an id as written and as a key that is equal for equal
+// values: a string, or an integer every reader holds exactly. Fractions,
+// exponents and larger numbers are refused: readers round them apart.
+func readID(id Value) (json.RawMessage, string, bool) {
+	switch id.Kind() {
+	case String:
+		s, _ := id.Text()
+		return json.RawMessage(id.Raw()), "s" + s, true
+	case Number:
+		n, ok := id.Int()
+		if !ok {
+			return nil, "", false
+		}
+		return json.RawMessage(id.Raw()), "n" + strconv.FormatInt(n, 10), true
 	}
-	switch raw[0] {
-	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return true
-	case 'n':
-		return string(raw) == "null"
-	}
-	return false
+	return nil, "", false
 }
 
-// headFields finds the top-level "id" and "method" of a message from its first
-// bytes, for a message too large to parse whole. It returns what it found
-// before the head ran out.
+// headFields finds the top-level "id" and "method" of a message that could
+// not be read whole (too large, or refused), only to address the error
+// that answers it. It returns what it found before the head ran out, and
+// only an id of a form the proxy accepts.
 func headFields(head []byte) (id json.RawMessage, method string) {
 	dec := json.NewDecoder(bytes.NewReader(head))
 	dec.UseNumber()
@@ -164,25 +176,21 @@ func headFields(head []byte) (id json.RawMessage, method string) {
 			return id, method
 		}
 		key, _ := t.(string)
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			return id, method
+		}
 		switch key {
 		case "id":
-			var raw json.RawMessage
-			if dec.Decode(&raw) != nil {
-				return id, method
-			}
-			if validID(raw) {
-				id = raw
+			if v, err := ReadValue(raw); err == nil {
+				if r, _, ok := readID(v); ok {
+					id = r
+				}
 			}
 		case "method":
 			var s string
-			if dec.Decode(&s) != nil {
-				return id, method
-			}
-			method = s
-		default:
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return id, method
+			if json.Unmarshal(raw, &s) == nil {
+				method = s
 			}
 		}
 	}
@@ -237,8 +245,25 @@ type textContent struct {
 // failureResponse answers request method id with text: as an isError tool
 // result for tools/call, as a JSON-RPC error for everything else.
 func failureResponse(id json.RawMessage, method, text string) []byte {
-	if method == "tools/call" {
+	if method == governedMethod {
 		return toolErrorResponse(id, text)
 	}
 	return errorResponse(id, codeInternalError, text)
+}
+
+// withMember returns the object obj with the value of its member name
+// replaced by val (valid JSON); the member must exist. The rest of obj is
+// kept byte for byte, so that what was judged is what goes on.
+func withMember(obj Value, name string, val []byte) ([]byte, bool) {
+	raw := obj.Raw()
+	for k, span := range obj.memberSpans() {
+		if unquote(raw[k[0]:k[1]]) != name {
+			continue
+		}
+		out := make([]byte, 0, len(raw)-span[1]+span[0]+len(val))
+		out = append(out, raw[:span[0]]...)
+		out = append(out, val...)
+		return append(out, raw[span[1]:]...), true
+	}
+	return nil, false
 }

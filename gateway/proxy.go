@@ -31,14 +31,11 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -77,7 +74,18 @@ type Options struct {
 	// Session identifies this proxy session in receipts; empty means a
 	// random id.
 	Session string
+	// CallTimeout bounds how long a governed call that reached the server
+	// may wait for its answer: past it the client is told, the server is
+	// sent a cancellation, and the outcome is UNKNOWN. Zero means
+	// DefaultCallTimeout.
+	CallTimeout time.Duration
 }
+
+// DefaultCallTimeout is how long a governed call waits for the server by
+// default: longer than any MCP client waits for a tool (Claude Desktop gives
+// up after about a minute), so that only a server that never answers meets
+// it.
+const DefaultCallTimeout = 10 * time.Minute
 
 // A Proxy relays one MCP client to one stdio MCP server.
 type Proxy struct {
@@ -88,9 +96,10 @@ type Proxy struct {
 	stderr  io.Writer
 	max     int
 	grace   time.Duration
-	redact  *redactor // nil when the server holds no secrets
+	secrets *secretSet // what the session keeps out of every channel
 	gov     Governor
 	session string
+	timeout time.Duration
 }
 
 // New returns a proxy for the server called name, started with command.
@@ -100,10 +109,11 @@ func New(name string, command Command, opts *Options) *Proxy {
 	}
 	p := &Proxy{name: name, command: command, log: opts.Logger, stderr: opts.Stderr,
 		max: opts.MaxMessageBytes, grace: opts.StopGrace}
-	if len(opts.Secrets) > 0 {
-		p.redact = newRedactor(opts.Secrets)
+	p.secrets = newSecretSet(opts.Secrets)
+	p.gov, p.session, p.timeout = opts.Governor, opts.Session, opts.CallTimeout
+	if p.timeout <= 0 {
+		p.timeout = DefaultCallTimeout
 	}
-	p.gov, p.session = opts.Governor, opts.Session
 	if p.session == "" {
 		p.session = newSessionID()
 	}
@@ -140,7 +150,7 @@ func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer cancel()
 	r := newRelay(p.log, p.max, out)
 	r.down = &lineWriter{w: ch.input()}
-	r.redact = p.redact
+	r.secrets, r.timeout = p.secrets, p.timeout
 	r.ctx, r.gov, r.server, r.sessionID = ctx, p.gov, p.name, p.session
 	defer p.settle(r)
 	clientDone := make(chan error, 1)
@@ -190,7 +200,7 @@ func (p *Proxy) connect() (serverConn, error) {
 		}
 		return c, nil
 	}
-	ch, err := startChild(p.command, p.stderr, p.redact)
+	ch, err := startChild(p.command, p.stderr, p.secrets)
 	if err != nil {
 		return nil, startError(p.name, p.command, err)
 	}
@@ -216,417 +226,6 @@ func (p *Proxy) drain(serverDone <-chan error) {
 	case <-serverDone:
 	case <-time.After(p.grace):
 		p.log.Warn("server output still open after it was stopped; leaving it")
-	}
-}
-
-// relay is the state shared by the two directions of one proxied session.
-type relay struct {
-	log    *slog.Logger
-	max    int         // bytes per message
-	up     *lineWriter // to the client
-	down   *lineWriter // to the server; nil when it never started
-	redact *redactor   // nil when there is nothing to redact
-
-	// Governance: nil gov relays tools/call like anything else.
-	ctx       context.Context // ends when the proxy stops
-	gov       Governor
-	server    string
-	sessionID string
-	sess      sessionState
-	wg        sync.WaitGroup // governed calls and outcome writes in flight
-	listed    chan struct{}  // closed when the last ToolsListed is done; guarded by mu
-
-	mu       sync.Mutex
-	pending  map[string]string    // client request id -> method, awaiting an answer; guarded by mu
-	governed map[string]*governed // client request id -> governed tools/call; guarded by mu
-	failed   error                // set once the server is gone; guarded by mu
-}
-
-func newRelay(log *slog.Logger, max int, out io.Writer) *relay {
-	return &relay{log: log, max: max, up: &lineWriter{w: out}, ctx: context.Background(),
-		pending: map[string]string{}, governed: map[string]*governed{}}
-}
-
-// watchTools hands a listed page of tools to the governor, if it watches
-// them, after the pages before it. Called with r.mu held.
-func (r *relay) watchTools(tools []*Tool) {
-	w, ok := r.gov.(ToolWatcher)
-	if !ok {
-		return
-	}
-	prev, done := r.listed, make(chan struct{})
-	r.listed = done
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer close(done)
-		if prev != nil {
-			<-prev
-		}
-		w.ToolsListed(r.ctx, tools)
-	}()
-}
-
-// fail marks the server as gone and answers every request in flight.
-func (r *relay) fail(err error) {
-	r.mu.Lock()
-	r.failed = err
-	pending := r.pending
-	r.pending = map[string]string{}
-	inFlight := r.governed
-	r.governed = map[string]*governed{}
-	r.mu.Unlock()
-	for id, method := range pending {
-		r.up.write(failureResponse(json.RawMessage(id), method, "Gatehouse: "+err.Error()))
-	}
-	for _, g := range inFlight {
-		if g.ran {
-			// It reached the server, which went away: whether it took
-			// effect is not known.
-			r.complete(g, &Outcome{Status: StatusUnknown, Duration: time.Since(g.start)})
-		} else {
-			g.cancel()
-		}
-	}
-}
-
-// clientPump relays client -> server until in ends.
-func (r *relay) clientPump(in io.Reader) error {
-	fr := newFrameReader(in, r.max)
-	for {
-		frame, err := fr.next()
-		var tooLarge *tooLargeError
-		switch {
-		case errors.As(err, &tooLarge):
-			id, method := headFields(tooLarge.Head)
-			r.log.Warn("refused an oversized message from the client",
-				slog.Int64("bytes", tooLarge.Size), slog.String("method", method))
-			if id != nil {
-				r.up.write(failureResponse(id, method, fmt.Sprintf(
-					"Gatehouse refused this %s request: it is %d bytes, over the proxy's %d-byte limit per message.",
-					method, tooLarge.Size, tooLarge.Limit)))
-			} else {
-				r.up.write(errorResponse(nil, codeInvalidRequest, "Gatehouse: "+tooLarge.Error()))
-			}
-			continue
-		case errors.Is(err, io.EOF):
-			return nil
-		case err != nil:
-			return err
-		}
-		r.fromClient(frame)
-	}
-}
-
-func (r *relay) fromClient(frame []byte) {
-	msgs, batch, err := parseFrame(frame)
-	if err != nil {
-		code := codeInvalidRequest
-		if errors.Is(err, errNotJSON) {
-			code = codeParseError
-		}
-		var id json.RawMessage
-		if len(msgs) == 1 {
-			id = msgs[0].id
-		}
-		r.log.Warn("refused a malformed message from the client", slog.Any("err", err))
-		r.up.write(errorResponse(id, code, "Gatehouse: "+err.Error()))
-		return
-	}
-	if r.gov != nil {
-		for _, m := range msgs {
-			if why := ambiguousMessage(m); why != "" {
-				r.refuseAmbiguous(msgs, why)
-				return
-			}
-		}
-	}
-	if r.gov != nil && batch && hasToolCall(msgs) {
-		// A tools/call must not slip past the gate inside a batch (allowed
-		// up to protocol 2025-03-26): take the batch apart. Its answers
-		// come back one by one.
-		for _, m := range msgs {
-			r.fromClient(m.raw)
-		}
-		return
-	}
-	// Register requests before they can be answered, and refuse them all if
-	// the server is gone.
-	var toGovern []message
-	r.mu.Lock()
-	failed := r.failed
-	if failed == nil {
-		for _, m := range msgs {
-			switch m.kind {
-			case kindRequest:
-				r.pending[string(m.id)] = m.method
-				if r.gov != nil && m.method == "tools/call" {
-					toGovern = append(toGovern, m)
-				}
-			case kindNotification:
-				if m.method == "notifications/cancelled" {
-					if id := cancelledID(m.raw); id != nil {
-						delete(r.pending, string(id))
-						if g := r.governed[string(id)]; g != nil {
-							delete(r.governed, string(id))
-							r.cancelGovernedLocked(g)
-						}
-					}
-				}
-			}
-		}
-	}
-	r.mu.Unlock()
-	if failed != nil {
-		for _, m := range msgs {
-			if m.kind == kindRequest {
-				r.up.write(failureResponse(m.id, m.method, "Gatehouse: "+failed.Error()))
-			}
-		}
-		return
-	}
-	if batch {
-		for _, m := range msgs {
-			if m.kind == kindInvalid {
-				r.log.Warn("relaying a batch with an invalid member")
-			}
-		}
-	}
-	if len(msgs) == 1 && msgs[0].method == "initialize" {
-		r.sess.setClient(initializeClient(msgs[0].raw))
-	}
-	if len(toGovern) > 0 {
-		for _, m := range toGovern {
-			m.raw = append([]byte(nil), m.raw...) // the frame's buffer is reused
-			m.id = append(json.RawMessage(nil), m.id...)
-			r.wg.Add(1)
-			go r.govern(r.ctx, m)
-		}
-		return // a batch with tools/call was taken apart above: this is one message
-	}
-	if err := r.down.write(frame); err != nil {
-		// The server's stdin is closed: it is exiting. The server pump will
-		// see it and fail whatever is still pending.
-		r.log.Warn("writing to server", slog.Any("err", err))
-	}
-}
-
-// refuseAmbiguous answers each request of a frame that a server could read
-// differently from the gate; nothing of it reaches the server.
-func (r *relay) refuseAmbiguous(msgs []message, why string) {
-	r.log.Warn("refused a message the server could read differently", slog.String("why", why))
-	text := "Gatehouse refused this message, which a server could read differently from the gate: " + why
-	for _, m := range msgs {
-		if m.kind == kindRequest {
-			r.up.write(failureResponse(m.id, m.method, text))
-		}
-	}
-}
-
-func hasToolCall(msgs []message) bool {
-	for _, m := range msgs {
-		if m.kind == kindRequest && m.method == "tools/call" {
-			return true
-		}
-	}
-	return false
-}
-
-// cancelGovernedLocked handles the client's cancellation of a governed
-// call: one still waiting for its authorization stops waiting; one that
-// reached the server is recorded as UNKNOWN now (the server may never
-// answer a cancelled request). The cancellation itself is relayed.
-func (r *relay) cancelGovernedLocked(g *governed) {
-	if !g.ran {
-		g.cancel()
-		return
-	}
-	r.complete(g, &Outcome{Status: StatusUnknown, Duration: time.Since(g.start)})
-}
-
-// initializeClient returns params.clientInfo of an initialize request.
-func initializeClient(raw []byte) Client {
-	var m struct {
-		Params struct {
-			ClientInfo Client `json:"clientInfo"`
-		} `json:"params"`
-	}
-	json.Unmarshal(raw, &m)
-	return m.Params.ClientInfo
-}
-
-// cancelledID returns params.requestId of a notifications/cancelled message.
-func cancelledID(raw []byte) json.RawMessage {
-	var n struct {
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(raw, &n) != nil {
-		return nil
-	}
-	return n.Params.RequestID
-}
-
-// serverPump relays server -> client until the server's stdout ends.
-func (r *relay) serverPump(stdout io.Reader) error {
-	fr := newFrameReader(stdout, r.max)
-	for {
-		frame, err := fr.next()
-		var tooLarge *tooLargeError
-		switch {
-		case errors.As(err, &tooLarge):
-			r.fromServerTooLarge(tooLarge)
-			continue
-		case errors.Is(err, io.EOF):
-			return nil
-		case err != nil:
-			return err
-		}
-		r.fromServer(frame)
-	}
-}
-
-func (r *relay) fromServer(frame []byte) {
-	msgs, _, err := parseFrame(frame)
-	if err != nil {
-		// Servers that print logs to stdout are common; such lines would
-		// break the client's stream. Drop them and say so.
-		r.log.Warn("dropped a line from the server's stdout that is not JSON-RPC",
-			slog.Any("err", err), slog.Int("bytes", len(frame)))
-		return
-	}
-	var (
-		done   *governed
-		listed bool     // the frame answers tools/list
-		forged []string // answers to requests the server was not sent
-	)
-	r.mu.Lock()
-	for _, m := range msgs {
-		if m.kind != kindResponse {
-			continue
-		}
-		if string(m.id) == "null" && !bytes.Contains(m.raw, []byte(`"result"`)) {
-			continue // an error about a message without a usable id: it answers no call
-		}
-		key, ok := r.pendingKeyLocked(m.id)
-		g := r.governed[key]
-		if !ok || g != nil && !g.ran {
-			// A request the client never sent, one already answered (by
-			// the proxy, or cancelled), or a tools/call the gate still
-			// holds: the server was not sent it, and its answer would
-			// pass for the call's.
-			forged = append(forged, string(m.id))
-			continue
-		}
-		listed = listed || r.pending[key] == "tools/list"
-		delete(r.pending, key)
-		if g != nil && len(msgs) == 1 {
-			done = g
-			delete(r.governed, key)
-		}
-	}
-	r.mu.Unlock()
-	if len(forged) > 0 {
-		r.log.Warn("dropped answers to requests the server was not sent", slog.String("ids", strings.Join(forged, ",")))
-		if len(forged) == len(msgs) {
-			return
-		}
-		frame = withoutAnswers(msgs, forged)
-	}
-	var findings []Finding
-	if done != nil && done.auth != nil && len(done.auth.Redact) > 0 {
-		frame, findings = newRedactor(done.auth.Redact).redact(frame)
-	}
-	if r.redact != nil {
-		var more []Finding
-		frame, more = r.redact.redact(frame)
-		findings = append(findings, more...)
-	}
-	if len(findings) > 0 {
-		for _, f := range findings {
-			r.log.Warn("redacted a secret the server sent", slog.String("secret", f.Secret),
-				slog.String("encoding", f.Encoding), slog.Int("count", f.Count), slog.String("method", msgs[0].method))
-		}
-	}
-	if listed && r.gov != nil {
-		// The tools as the client sees them, secrets redacted: what the
-		// gate pins and shows a person is what the model read.
-		if tools := r.sess.noteTools(frame); len(tools) > 0 {
-			r.mu.Lock()
-			r.watchTools(tools)
-			r.mu.Unlock()
-		}
-	}
-	r.up.write(frame)
-	if done != nil {
-		r.completed(done, frame, findings)
-	}
-}
-
-// pendingKeyLocked finds the pending request an answer's id names: as it
-// was written, or else as the same JSON value written another way (a server
-// that parsed the id echoes 1.0 as 1).
-func (r *relay) pendingKeyLocked(id json.RawMessage) (string, bool) {
-	if _, ok := r.pending[string(id)]; ok {
-		return string(id), true
-	}
-	want, err := canonicalID(id)
-	if err != nil {
-		return "", false
-	}
-	for key := range r.pending {
-		if c, err := canonicalID(json.RawMessage(key)); err == nil && c == want {
-			return key, true
-		}
-	}
-	return "", false
-}
-
-// canonicalID re-encodes a JSON id so that equal values compare equal.
-func canonicalID(id json.RawMessage) (string, error) {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(id))
-	if err := dec.Decode(&v); err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(v)
-	return string(b), err
-}
-
-// withoutAnswers returns a batch frame without the answers to ids.
-func withoutAnswers(msgs []message, ids []string) []byte {
-	var b bytes.Buffer
-	b.WriteByte('[')
-	for _, m := range msgs {
-		if m.kind == kindResponse && slices.Contains(ids, string(m.id)) {
-			continue
-		}
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		b.Write(m.raw)
-	}
-	b.WriteByte(']')
-	return b.Bytes()
-}
-
-func (r *relay) fromServerTooLarge(e *tooLargeError) {
-	id, _ := headFields(e.Head)
-	r.mu.Lock()
-	method, ok := r.pending[string(id)]
-	delete(r.pending, string(id))
-	g := r.governed[string(id)]
-	delete(r.governed, string(id))
-	r.mu.Unlock()
-	r.log.Warn("dropped an oversized message from the server", slog.Int64("bytes", e.Size))
-	if ok {
-		r.up.write(failureResponse(id, method, fmt.Sprintf(
-			"Gatehouse: the server's answer is %d bytes, over the proxy's %d-byte limit per message; it was not delivered.",
-			e.Size, e.Limit)))
-	}
-	if g != nil && g.ran {
-		r.complete(g, &Outcome{Status: StatusFailed, Duration: time.Since(g.start)})
 	}
 }
 

@@ -140,7 +140,7 @@ func TestRelayIsTransparent(t *testing.T) {
 	}
 	// The client's request reaches the server unchanged, _meta and unknown
 	// members included.
-	params := `{"name":"echo","arguments":{"s":"ünïcödé \u2028","n":1e400},"_meta":{"progressToken":"p1","claudecode/toolUseId":"toolu_1"},"x-client":true}`
+	params := `{"name":"echo","arguments":{"s":"ünïcödé \u2028","n":1e300},"_meta":{"progressToken":"p1","claudecode/toolUseId":"toolu_1"},"x-client":true}`
 	s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":` + params + `}`)
 	got, isErr := toolText(t, s.recvMsg())
 	if isErr || got != params {
@@ -216,10 +216,17 @@ func TestRelayRefusesBadInput(t *testing.T) {
 		{"garbage bytes", "\x00\xff\xfe garbage", "null", "-32700", "not JSON"},
 		{"no method or result", `{"jsonrpc":"2.0","id":7}`, "7", "-32600", "no method"},
 		{"wrong version", `{"jsonrpc":"1.0","id":8,"method":"ping"}`, "8", "-32600", "jsonrpc"},
-		{"member names are case-sensitive", `{"jsonrpc":"2.0","id":10,"Method":"ping"}`, "10", "-32600", "no method"},
-		{"data after the message", `{"jsonrpc":"2.0","id":11,"method":"ping"} {}`, "null", "-32700", "data after"},
-		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, "null", "-32600", "id must be"},
-		{"method of wrong type", `{"jsonrpc":"2.0","id":9,"method":3}`, "null", "-32600", "not a JSON-RPC"},
+		{"member names are case-sensitive", `{"jsonrpc":"2.0","id":10,"Method":"ping"}`, "10", "-32600", `member \"Method\" is not JSON-RPC's \"method\"`},
+		{"a member twice", `{"jsonrpc":"2.0","id":12,"method":"ping","method":"ping"}`, "12", "-32700", "given twice"},
+		{"a member twice, folded", `{"jsonrpc":"2.0","id":13,"method":"ping","params":{},"paramſ":{}}`, "13", "-32700", "given twice"},
+		{"data after the message", `{"jsonrpc":"2.0","id":11,"method":"ping"} {}`, "11", "-32700", "follows the JSON value"},
+		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, "null", "-32600", "an id is a string or an integer"},
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, "null", "-32600", "an id is a string or an integer"},
+		{"method of wrong type", `{"jsonrpc":"2.0","id":9,"method":3}`, "9", "-32600", "method is not a name"},
+		{"a number beyond float64", `{"jsonrpc":"2.0","id":14,"method":"ping","params":{"n":1e400}}`, "14", "-32700", "beyond the range"},
+		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"ping\",\"params\":{\"s\":\"\xff\"}}", "15", "-32700", "not valid UTF-8"},
+		{"a lone surrogate", `{"jsonrpc":"2.0","id":16,"method":"ping","params":{"s":"\ud800"}}`, "16", "-32700", "half a surrogate pair"},
+		{"nested too deep", `{"jsonrpc":"2.0","id":17,"method":"ping","params":{"a":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}}`, "17", "-32700", "nested more than"},
 		{"empty batch", `[]`, "null", "-32600", "empty batch"},
 		{"oversized request", `{"jsonrpc":"2.0","id":30,"method":"resources/read","params":{"uri":"` + strings.Repeat("a", 8000) + `"}}`,
 			"30", "-32603", "4096-byte limit"},

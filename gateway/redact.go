@@ -1,23 +1,24 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"maps"
 	"net/url"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
-
-	fastjson "github.com/segmentio/encoding/json"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
 )
 
 // A Finding is a secret the proxy found in a server's message and replaced
 // before the client saw it. It never holds the value.
 type Finding struct {
 	Secret   string // the secret's id
-	Encoding string // raw, base64, url, hex, split
+	Encoding string // raw, base64, url, hex, percent, escaped, split
 	Count    int
 }
 
@@ -26,10 +27,61 @@ type Finding struct {
 // The value itself is always looked for.
 const minEncodedLen = 8
 
+// secretSet is what one proxy session keeps out of everything it passes on
+// and writes down: the values the server was started with, and every value
+// the gate resolved into a call's arguments in this session (a server that
+// was given a value can send it back at any time, in any channel).
+type secretSet struct {
+	mu     sync.Mutex
+	values map[string]string // by secret id; guarded by mu
+	cur    atomic.Pointer[redactor]
+}
+
+func newSecretSet(values map[string]string) *secretSet {
+	s := &secretSet{}
+	s.add(values)
+	return s
+}
+
+// add adds values (by secret id) to the set.
+func (s *secretSet) add(values map[string]string) {
+	if len(values) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := false
+	for id, v := range values {
+		if old, ok := s.values[id]; !ok || old != v {
+			if s.values == nil {
+				s.values = map[string]string{}
+			}
+			if ok {
+				id = id + "#" + strconv.Itoa(len(s.values))
+			}
+			s.values[id] = v
+			changed = true
+		}
+	}
+	if changed {
+		s.cur.Store(newRedactor(s.values))
+	}
+}
+
+// redactor returns the set's redactor now; nil when the set is empty.
+func (s *secretSet) redactor() *redactor {
+	if s == nil {
+		return nil
+	}
+	return s.cur.Load()
+}
+
 // redactor finds the values of a server's secrets, and their common
 // encodings, in what the server sends, and replaces them with a marker.
 type redactor struct {
 	patterns []pattern // longest first, so that a longer form wins an overlap
+	values   []pattern // the raw values alone, looked for in decoded views
+	window   int       // the longest text any form of a value takes
 }
 
 type pattern struct {
@@ -67,12 +119,17 @@ func newRedactor(secrets map[string]string) *redactor {
 		}
 		seen[text] = true
 		r.patterns = append(r.patterns, pattern{id, enc, text})
+		r.window = max(r.window, len(text))
 	}
-	for id, v := range secrets {
+	for _, id := range slices.Sorted(maps.Keys(secrets)) {
+		v := secrets[id]
 		if len(v) < 4 {
 			continue // nothing this short can be told apart from ordinary text
 		}
 		add(id, "raw", v)
+		r.values = append(r.values, pattern{id, "raw", v})
+		// A value may also be written a byte at a time: %XX or \u00XX.
+		r.window = max(r.window, 6*len(v))
 		if len(v) < minEncodedLen {
 			continue
 		}
@@ -97,136 +154,294 @@ func newRedactor(secrets map[string]string) *redactor {
 			}
 		}
 	}
-	sort.Slice(r.patterns, func(i, j int) bool { return len(r.patterns[i].text) > len(r.patterns[j].text) })
+	sort.SliceStable(r.patterns, func(i, j int) bool { return len(r.patterns[i].text) > len(r.patterns[j].text) })
+	if len(r.patterns) == 0 {
+		return nil
+	}
 	return r
 }
 
 func marker(id string) string { return "[redacted by Gatehouse: secret " + id + "]" }
 
-// redact returns msg with every secret found replaced, and what was found.
-// msg is returned unchanged (the same slice) when nothing was found. The
-// message is decoded, not scanned as bytes, so that JSON escapes (\u0041)
-// cannot hide a value.
-func (r *redactor) redact(msg []byte) ([]byte, []Finding) {
-	if r == nil || len(r.patterns) == 0 {
-		return msg, nil
+// findings counts what was replaced, by secret and encoding.
+type findings map[[2]string]int
+
+func (f findings) list() []Finding {
+	var out []Finding
+	for k, n := range f {
+		out = append(out, Finding{Secret: k[0], Encoding: k[1], Count: n})
 	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(msg))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return msg, nil // not JSON: the relay drops it anyway
-	}
-	counts := map[[2]string]int{}
-	v = r.walk(v, counts)
-	if len(counts) == 0 {
-		return msg, nil
-	}
-	out, err := fastjson.Marshal(v)
-	if err != nil {
-		return msg, nil
-	}
-	var findings []Finding
-	for k, n := range counts {
-		findings = append(findings, Finding{Secret: k[0], Encoding: k[1], Count: n})
-	}
-	sort.Slice(findings, func(i, j int) bool {
-		if findings[i].Secret != findings[j].Secret {
-			return findings[i].Secret < findings[j].Secret
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Secret != out[j].Secret {
+			return out[i].Secret < out[j].Secret
 		}
-		return findings[i].Encoding < findings[j].Encoding
+		return out[i].Encoding < out[j].Encoding
 	})
-	return out, findings
+	return out
 }
 
-// redactText returns text that is not JSON (a server's stderr) with every
-// secret found replaced.
-func (r *redactor) redactText(s string) string {
-	return r.replace(s, map[[2]string]int{})
-}
-
-func (r *redactor) walk(v any, counts map[[2]string]int) any {
-	switch x := v.(type) {
-	case string:
-		return r.replace(x, counts)
-	case []any:
-		for i := range x {
-			x[i] = r.walk(x[i], counts)
-		}
-		r.splitTexts(x, counts)
-		return x
-	case map[string]any:
-		for k, e := range x {
-			x[k] = r.walk(e, counts)
-		}
-		return x
+// redactValue returns the message v with every secret found in its strings
+// and member names replaced, and what was found; the bytes of v, unchanged,
+// when nothing was. It reads the value the one way the relay read it, and
+// rewrites only the strings that held a secret, so that the rest of the
+// message goes on byte for byte.
+func (r *redactor) redactValue(v Value) ([]byte, []Finding) {
+	if r == nil {
+		return v.Raw(), nil
 	}
-	return v
+	found := findings{}
+	var edits []edit
+	r.walk(v, 0, found, &edits)
+	if len(edits) == 0 {
+		return v.Raw(), nil
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].start < edits[j].start })
+	raw := v.Raw()
+	out := make([]byte, 0, len(raw))
+	at := 0
+	for _, e := range edits {
+		out = append(out, raw[at:e.start]...)
+		out = append(out, e.text...)
+		at = e.end
+	}
+	return append(out, raw[at:]...), found.list()
 }
 
-func (r *redactor) replace(s string, counts map[[2]string]int) string {
+// An edit replaces raw[start:end] of the message with text.
+type edit struct {
+	start, end int
+	text       []byte
+}
+
+// walk collects the edits that redact v, which starts at offset off of the
+// message. Its recursion is bounded by MaxDepth.
+func (r *redactor) walk(v Value, off int, found findings, edits *[]edit) {
+	raw := v.Raw()
+	switch v.Kind() {
+	case String:
+		s, _ := v.Text()
+		if t := r.replace(s, found); t != s {
+			*edits = append(*edits, edit{off, off + len(raw), quote(t)})
+		}
+	case Object:
+		var names map[string]bool
+		for k, span := range v.memberSpans() {
+			name := unquote(raw[k[0]:k[1]])
+			if t := r.replace(name, found); t != name {
+				// Two names redacted alike must stay two members.
+				if names == nil {
+					names = map[string]bool{}
+					for n := range v.Members() {
+						names[FoldName(n)] = true
+					}
+				}
+				for base, n := t, 2; names[FoldName(t)]; n++ {
+					t = base + " (" + strconv.Itoa(n) + ")"
+				}
+				names[FoldName(t)] = true
+				*edits = append(*edits, edit{off + k[0], off + k[1], quote(t)})
+			}
+			r.walk(Value{raw: raw[span[0]:span[1]]}, off+span[0], found, edits)
+		}
+	case Array:
+		var texts []textItem
+		i := skipSpace(raw, 1)
+		for e := range v.Elements() {
+			at := off + i
+			r.walk(e, at, found, edits)
+			if t, ok := textOf(e, at); ok {
+				texts = append(texts, t)
+			}
+			i = skipSpace(raw, i+len(e.Raw()))
+			if i < len(raw) && raw[i] == ',' {
+				i = skipSpace(raw, i+1)
+			}
+		}
+		r.splitTexts(texts, found, edits)
+	}
+}
+
+// A textItem is the text of a {"type":"text","text":...} item of a content
+// array, where a value split across items would be read whole.
+type textItem struct {
+	text       string
+	start, end int // of its string in the message
+}
+
+func textOf(e Value, at int) (textItem, bool) {
+	if typ, ok := e.Get("type"); !ok || string(typ.Raw()) != `"text"` {
+		return textItem{}, false
+	}
+	raw := e.Raw()
+	for k, span := range e.memberSpans() {
+		if unquote(raw[k[0]:k[1]]) != "text" {
+			continue
+		}
+		t := Value{raw: raw[span[0]:span[1]]}
+		s, ok := t.Text()
+		return textItem{s, at + span[0], at + span[1]}, ok
+	}
+	return textItem{}, false
+}
+
+// replace returns s with every secret found replaced: in any of its forms,
+// and as the raw value in s read with its percent-escapes or JSON escapes
+// decoded (a JSON document carried in a text, a URL).
+func (r *redactor) replace(s string, found findings) string {
 	for _, p := range r.patterns {
 		if n := strings.Count(s, p.text); n > 0 {
 			s = strings.ReplaceAll(s, p.text, marker(p.secret))
-			counts[[2]string{p.secret, p.encoding}] += n
+			found[[2]string{p.secret, p.encoding}] += n
+		}
+	}
+	if strings.ContainsAny(s, `%\`) {
+		for _, enc := range []string{"percent", "escaped"} {
+			s = r.replaceDecoded(s, enc, found)
 		}
 	}
 	return s
 }
 
-// splitTexts finds a value split across the text items of a content array
-// (a tool result that returns it in pieces) and blanks each piece.
-func (r *redactor) splitTexts(items []any, counts map[[2]string]int) {
-	var texts []map[string]any
-	for _, it := range items {
-		m, ok := it.(map[string]any)
-		if !ok || m["type"] != "text" {
+// replaceDecoded finds the raw values in s read with one kind of escape
+// decoded, and replaces the escaped text that spells each.
+func (r *redactor) replaceDecoded(s, enc string, found findings) string {
+	for {
+		view, from := decodeView(s, enc)
+		if view == s {
+			return s
+		}
+		hit := false
+		for _, p := range r.values {
+			i := strings.Index(view, p.text)
+			if i < 0 {
+				continue
+			}
+			a, b := from[i], from[i+len(p.text)]
+			s = s[:a] + marker(p.secret) + s[b:]
+			found[[2]string{p.secret, enc}]++
+			hit = true
+			break // offsets changed: decode again
+		}
+		if !hit {
+			return s
+		}
+	}
+}
+
+// decodeView returns s with its %XX escapes (enc "percent") or its JSON
+// string escapes (enc "escaped") decoded, and for each byte of the view the
+// offset in s it came from (plus one more entry: len(s)).
+func decodeView(s, enc string) (string, []int) {
+	var view []byte
+	from := make([]int, 0, len(s)+1)
+	for i := 0; i < len(s); {
+		if enc == "percent" && s[i] == '%' && i+2 < len(s)+0 && isHex(s[i+1]) && i+2 < len(s) && isHex(s[i+2]) {
+			v, _ := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			view = append(view, byte(v))
+			from = append(from, i)
+			i += 3
 			continue
 		}
-		if _, ok := m["text"].(string); ok {
-			texts = append(texts, m)
+		if enc == "escaped" && s[i] == '\\' && i+1 < len(s) {
+			if s[i+1] == 'u' {
+				if r, ok := hex4([]byte(s), i+2); ok {
+					n := len(view)
+					view = utf8.AppendRune(view, r)
+					for range len(view) - n {
+						from = append(from, i)
+					}
+					i += 6
+					continue
+				}
+			}
+			if c, ok := shortEscapes[s[i+1]]; ok {
+				view = append(view, c)
+				from = append(from, i)
+				i += 2
+				continue
+			}
 		}
+		view = append(view, s[i])
+		from = append(from, i)
+		i++
 	}
-	if len(texts) < 2 {
+	return string(view), append(from, len(s))
+}
+
+var shortEscapes = map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// splitTexts finds a value split across the text items of a content array
+// (a tool result that returns it in pieces) and blanks each piece. Items
+// that already hold an edit are read as edited.
+func (r *redactor) splitTexts(items []textItem, found findings, edits *[]edit) {
+	if len(items) < 2 {
 		return
 	}
-	var joined strings.Builder
-	starts := make([]int, len(texts))
-	for i, m := range texts {
-		starts[i] = joined.Len()
-		joined.WriteString(m["text"].(string))
+	texts := make([]string, len(items))
+	edited := make([]int, len(items)) // index+1 of an edit of the item's string
+	for i, it := range items {
+		texts[i] = it.text
+		for j, e := range *edits {
+			if e.start == it.start && e.end == it.end {
+				var s string
+				if v, err := ReadValue(e.text); err == nil {
+					s, _ = v.Text()
+				}
+				texts[i], edited[i] = s, j+1
+			}
+		}
 	}
-	all := joined.String()
-	for _, p := range r.patterns {
-		for off := 0; ; {
-			i := strings.Index(all[off:], p.text)
-			if i < 0 {
+	changed := false
+	for _, p := range r.values {
+		for {
+			joined := strings.Join(texts, "")
+			at := strings.Index(joined, p.text)
+			if at < 0 {
 				break
 			}
-			a, b := off+i, off+i+len(p.text)
-			off = b
-			first := true
-			for j, m := range texts {
-				s := m["text"].(string)
-				lo, hi := max(a, starts[j]), min(b, starts[j]+len(s))
+			a, b := at, at+len(p.text)
+			start, first := 0, true
+			for j, s := range texts {
+				lo, hi := max(a, start), min(b, start+len(s))
+				start += len(s)
 				if lo >= hi {
 					continue
 				}
 				rep := ""
 				if first {
-					rep = marker(p.secret)
-					first = false
+					rep, first = marker(p.secret), false
 				}
-				m["text"] = s[:lo-starts[j]] + rep + s[hi-starts[j]:]
+				off := start - len(s)
+				texts[j] = s[:lo-off] + rep + s[hi-off:]
 			}
-			counts[[2]string{p.secret, "split"}]++
-			// Offsets changed: rebuild and rescan this pattern.
-			joined.Reset()
-			for j, m := range texts {
-				starts[j] = joined.Len()
-				joined.WriteString(m["text"].(string))
-			}
-			all, off = joined.String(), 0
+			found[[2]string{p.secret, "split"}]++
+			changed = true
 		}
 	}
+	if !changed {
+		return
+	}
+	for i, it := range items {
+		if texts[i] == it.text && edited[i] == 0 {
+			continue
+		}
+		if edited[i] > 0 {
+			(*edits)[edited[i]-1].text = quote(texts[i])
+			continue
+		}
+		*edits = append(*edits, edit{it.start, it.end, quote(texts[i])})
+	}
+}
+
+// redactText returns text that is not JSON (a server's stderr, a log
+// attribute) with every secret found replaced.
+func (r *redactor) redactText(s string) string {
+	if r == nil {
+		return s
+	}
+	return r.replace(s, findings{})
 }

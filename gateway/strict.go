@@ -1,218 +1,93 @@
 package gateway
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode"
-
-	"golang.org/x/text/unicode/norm"
 )
 
-// A governed proxy must read each message from the client as the server
-// behind it will, or a call it judged could run as another. Servers read
-// JSON in different ways: JavaScript's JSON.parse (most MCP servers) matches
-// member names exactly and takes the last of a repeated member; Go's
-// encoding/json (many Go servers) also matches a name in another case
-// ("Method" is the method, "ſ" folds to "s"); some servers fold method and
-// tool names loosely. So the proxy refuses, from the client, what these
-// readings would not agree on:
-//
-//   - a JSON-RPC member (jsonrpc, id, method, params, result, error), or a
-//     tools/call params member (name, arguments, _meta), given twice, in
-//     another case, or spelled with escapes;
-//   - a method that is not tools/call but that a server folding case, width,
-//     spaces and invisible characters would take for it.
-//
-// No client sends any of these: they are refused with an error that says
-// why, and nothing reaches the server.
-
-// envelopeMembers are the members of a JSON-RPC message.
-var envelopeMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
-
-// callMembers are the members of tools/call params the gate reads.
-var callMembers = []string{"name", "arguments", "_meta"}
-
-// ambiguity returns why the JSON object obj could be read differently by
-// another reader: one of names given twice, given in another case, or
-// spelled with escapes. It returns "" when obj is not ambiguous (or not an
-// object). obj must be valid JSON.
-func ambiguity(obj []byte, names []string) string {
-	var seen [8]bool // by index in names; names has at most 8 members
-	why := ""
-	forEachKey(obj, func(raw []byte) bool {
-		key := string(raw)
-		escaped := bytes.IndexByte(raw, '\\') >= 0
-		if escaped {
-			var s string
-			if json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s) != nil {
-				return true // not valid: the parser said so already
-			}
-			key = s
-		}
-		for i, n := range names {
-			switch {
-			case key == n && escaped:
-				why = fmt.Sprintf("member %q is spelled with escapes", n)
-			case key == n && seen[i]:
-				why = fmt.Sprintf("member %q is given twice", n)
-			case key == n:
-				seen[i] = true
-				continue
-			case strings.EqualFold(key, n):
-				why = fmt.Sprintf("member %q is also given as %q", n, key)
-			default:
-				continue
-			}
-			return false
-		}
-		return true
-	})
-	return why
-}
-
-// forEachKey calls f with each member name of the JSON object obj, as it is
-// written (without its quotes, escapes not decoded), until f returns false.
-// Values are skipped without being decoded. obj must be valid JSON.
-func forEachKey(obj []byte, f func(key []byte) bool) {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return
-	}
-	i++
-	for {
-		i = skipSpace(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return
-		}
-		end := stringEnd(obj, i)
-		if end < 0 || !f(obj[i+1:end-1]) {
-			return
-		}
-		i = skipSpace(obj, end)
-		if i >= len(obj) || obj[i] != ':' {
-			return
-		}
-		if i = skipValue(obj, skipSpace(obj, i+1)); i < 0 {
-			return
-		}
-		i = skipSpace(obj, i)
-		if i >= len(obj) || obj[i] != ',' {
-			return
-		}
-		i++
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just after the string that starts at b[i]
-// (a quote), or -1.
-func stringEnd(b []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
-		}
-		q := j + k
-		backslashes := 0
-		for p := q - 1; p > i && b[p] == '\\'; p-- {
-			backslashes++
-		}
-		if backslashes%2 == 0 {
-			return q + 1
-		}
-		j = q + 1
-	}
-}
-
-// skipValue returns the index just after the value that starts at b[i], or
-// -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				if i = stringEnd(b, i); i < 0 {
-					return -1
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	}
-	for i < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[i])) {
-		i++
-	}
-	return i
-}
-
-// governedMethods are the methods the gate decides on.
+// governedMethod is the method the gate decides on.
 const governedMethod = "tools/call"
 
-// lookalikeMethod reports whether method is not tools/call but would be
-// taken for it by a server that folds case, width (NFKC), spaces and
-// invisible characters before it compares.
-func lookalikeMethod(method string) bool {
-	if method == governedMethod {
-		return false
-	}
-	plain := true
-	for i := 0; i < len(method) && plain; i++ {
-		c := method[i]
-		plain = c >= 'a' && c <= 'z' || c == '/' || c == '_' || c == '-' || c == '.'
-	}
-	if plain {
-		return false // folding changes nothing
-	}
-	return foldName(method) == governedMethod
+// mcpMethods are the methods of MCP, every revision up to 2026-07-28, that a
+// client sends a server: requests and notifications.
+var mcpMethods = map[string]bool{
+	"initialize": true, "ping": true, "server/discover": true,
+	"tools/list": true, "tools/call": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"prompts/list": true, "prompts/get": true,
+	"completion/complete": true, "logging/setLevel": true,
+	"tasks/get": true, "tasks/result": true, "tasks/list": true, "tasks/cancel": true,
+	"notifications/initialized": true, "notifications/cancelled": true,
+	"notifications/progress": true, "notifications/roots/list_changed": true,
+	"notifications/tasks/status": true,
 }
 
-// foldName folds a name as a lenient server might: NFKC (full-width letters
-// become ASCII), spaces, controls and invisible format characters dropped,
-// lower case.
-func foldName(s string) string {
-	s = norm.NFKC.String(s)
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			continue
+// methodRefusal returns why a governed proxy refuses a message from the
+// client, by its method, or "". A server may read a method more loosely
+// than the gate: folding case, width and look-alike letters, dropping
+// spaces and invisible characters. So a method that is not exactly one of
+// MCP's is relayed only when its name is plain ASCII and nothing of that
+// folding takes it for the governed method; and a tools/call must be a
+// request, which the gate can answer, not a notification it cannot.
+func methodRefusal(m message) string {
+	switch {
+	case m.method == governedMethod && m.kind == kindNotification:
+		return "a tools/call without an id is a call the gate cannot answer: give it an id"
+	case mcpMethods[m.method]:
+		return ""
+	case !plainName(m.method):
+		return fmt.Sprintf("method %q is not one of MCP's, and not a plain ASCII name a server reads one way", m.method)
+	case skeleton(m.method) == skeleton(governedMethod):
+		return fmt.Sprintf("method %q is not tools/call, but a server could take it for tools/call", m.method)
+	}
+	return ""
+}
+
+// plainName reports whether s is made of ASCII letters, digits and the
+// punctuation method names use.
+func plainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/_-.$:", c) >= 0) {
+			return false
 		}
-		b.WriteRune(unicode.ToLower(r))
+	}
+	return s != ""
+}
+
+// skeleton is what is left of a plain name once case, separators and the
+// ASCII look-alikes of letters (1 and I for l, 0 for o) are folded away.
+func skeleton(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		switch c {
+		case '/', '_', '-', '.', '$', ':':
+			continue
+		case '1', 'i':
+			c = 'l'
+		case '0':
+			c = 'o'
+		}
+		b.WriteByte(c)
 	}
 	return b.String()
 }
 
-// ambiguousMessage returns why a message from the client must be refused by
-// a governed proxy, or "".
-func ambiguousMessage(m message) string {
-	if why := ambiguity(m.raw, envelopeMembers); why != "" {
-		return why
-	}
-	if lookalikeMethod(m.method) {
-		return fmt.Sprintf("method %q is not tools/call, but a server could take it for tools/call", m.method)
+// callMembers are the members of tools/call params the gate reads.
+var callMembers = map[string]bool{"name": true, "arguments": true, "_meta": true}
+
+// oddMember returns a member of obj that is not one of known but that a
+// reader matching names in any case would take for one, or "".
+func oddMember(obj Value, known map[string]bool) string {
+	for name := range obj.Members() {
+		if !known[name] && known[FoldName(name)] {
+			return name
+		}
 	}
 	return ""
 }

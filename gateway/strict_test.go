@@ -14,50 +14,39 @@ import (
 	"unicode/utf8"
 )
 
-func TestAmbiguity(t *testing.T) {
-	tests := []struct {
-		obj  string
-		want string // a part of the reason; "" for none
+func TestMethodRefusal(t *testing.T) {
+	for _, tt := range []struct {
+		method  string
+		kind    kind
+		refused bool
 	}{
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`, ""},
-		{`{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}`, `"method" is given twice`},
-		{`{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call"}`, `also given as "Method"`},
-		{`{"jsonrpc":"2.0","id":1,"method":"ping","METHOD":"tools/call"}`, `also given as "METHOD"`},
-		{`{"jsonrpc":"2.0","id":1,"method":"ping","paramſ":{}}`, `"params" is also given as "paramſ"`},
-		{`{"jsonrpc":"2.0","id":1,"\u006dethod":"tools/call"}`, `"method" is spelled with escapes`},
-		{`{"jsonrpc":"2.0","id":1,"\u004dethod":"tools/call","method":"ping"}`, `also given as "Method"`},
-		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"method":"y","Method":"z"}}`, ""}, // nested: not the envelope
-		{`{"jsonrpc":"2.0","id":"a\"method\":1","method":"x"}`, ""},                        // in a string
-		{`{"a":[{"method":1},"}"],"jsonrpc":"2.0","b":"\\","id":1}`, ""},
-		{`{"jsonrpc":"2.0","id":1,"method":"x","extra":{"deep":[[["\"]"]]]},"ID":2}`, `"id" is also given as "ID"`},
-		{`[1,2]`, ""},
-		{`"x"`, ""},
-	}
-	for _, tt := range tests {
-		got := ambiguity([]byte(tt.obj), envelopeMembers)
-		if tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
-			t.Errorf("ambiguity(%s) = %q, want %q", tt.obj, got, tt.want)
-		}
-	}
-}
-
-func TestLookalikeMethod(t *testing.T) {
-	for method, want := range map[string]bool{
-		"tools/call":        false,
-		"tools/list":        false,
-		"logging/setLevel":  false,
-		"TOOLS/CALL":        true,
-		"Tools/Call":        true,
-		"tools/call ":       true,
-		" tools/call":       true,
-		"tools/\u200bcall":  true,
-		"ｔｏｏｌｓ/ｃａｌｌ":        true,
-		"tools/call\u0000":  true,
-		"tools/callx":       false,
-		"notifications/foo": false,
+		{"tools/call", kindRequest, false},
+		{"tools/list", kindRequest, false},
+		{"logging/setLevel", kindRequest, false},
+		{"notifications/initialized", kindNotification, false},
+		{"vendor/extension", kindRequest, false},                // not MCP's, but plain and not tools/call
+		{"tools/call", kindNotification, true},                  // a call without an id
+		{"TOOLS/CALL", kindRequest, true},                       // case
+		{"Tools/Call", kindRequest, true},                       //
+		{"tools_call", kindRequest, true},                       // separators
+		{"tools.call", kindRequest, true},                       //
+		{"toolsCall", kindRequest, true},                        //
+		{"too1s/caII", kindRequest, true},                       // ASCII look-alikes
+		{"tools/call ", kindRequest, true},                      // a space
+		{" tools/call", kindRequest, true},                      //
+		{"tools/\u200bcall", kindRequest, true},                 // invisible
+		{"ｔｏｏｌｓ/ｃａｌｌ", kindRequest, true},                       // full width
+		{"t\u043eols/call", kindRequest, true},                  // Cyrillic o
+		{"tools/\u0441all", kindRequest, true},                  // Cyrillic s
+		{"to\u03bfls/call", kindRequest, true},                  // Greek omicron
+		{"tools/call\u0000", kindRequest, true},                 // a NUL
+		{"notifications/\u00e9t\u00e9", kindNotification, true}, // not ASCII
 	} {
-		if got := lookalikeMethod(method); got != want {
-			t.Errorf("lookalikeMethod(%q) = %v, want %v", method, got, want)
+		var method string
+		json.Unmarshal([]byte(`"`+tt.method+`"`), &method)
+		why := methodRefusal(message{kind: tt.kind, method: method})
+		if (why != "") != tt.refused {
+			t.Errorf("methodRefusal(%q, %v) = %q, want refused %v", method, tt.kind, why, tt.refused)
 		}
 	}
 }
@@ -183,7 +172,7 @@ func TestStderrRedacted(t *testing.T) {
 
 func TestTailWriterPassesLinesRedacted(t *testing.T) {
 	var out bytes.Buffer
-	w := &tailWriter{w: &out, max: 64, redact: newRedactor(map[string]string{"k": "hunter2-secret"})}
+	w := &tailWriter{w: &out, max: 64, secrets: newSecretSet(map[string]string{"k": "hunter2-secret"})}
 	for _, p := range []string{"one hunt", "er2-secret two\nthree ", "hunter2-secret"} {
 		w.Write([]byte(p))
 	}
@@ -212,60 +201,6 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// forEachKey finds exactly the member names of a JSON object's top level,
-// whatever the values hold.
-func FuzzAmbiguity(f *testing.F) {
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`,
-		`{"a":"\"}","b":[{"c":"]"}],"d":"\\","e":-1.5e3,"f":null,"g":true}`,
-		`{"\u006dethod":1,"Method":2,"method":3}`,
-		`{ "x" : { "y" : [ 1 , "}" ] } , "z" : "\\\"" }`,
-		`{}`, `[]`, `"x"`, `{"":""}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if !json.Valid(data) {
-			return
-		}
-		var got []string
-		forEachKey(data, func(key []byte) bool {
-			got = append(got, string(key))
-			return true
-		})
-		want := topKeys(t, data)
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("forEachKey(%s) = %q, want %q", data, got, want)
-		}
-		ambiguity(data, envelopeMembers)
-		ambiguity(data, callMembers)
-	})
-}
-
-// topKeys lists the top-level member names of a JSON object as written
-// (escapes kept), with encoding/json's tokenizer.
-func topKeys(t *testing.T, data []byte) []string {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	var keys []string
-	for dec.More() {
-		start := dec.InputOffset()
-		if _, err := dec.Token(); err != nil {
-			t.Fatal(err)
-		}
-		raw := bytes.TrimLeft(data[start:dec.InputOffset()], " \t\r\n,")
-		keys = append(keys, string(raw[1:len(raw)-1]))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return keys
-}
-
 // A secret's forms the proxy promises to catch never reach the client,
 // whatever surrounds them in a result.
 func FuzzRedact(f *testing.F) {
@@ -281,7 +216,11 @@ func FuzzRedact(f *testing.F) {
 		text := before + encoded[int(form)%len(encoded)] + after
 		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{
 			"content": []any{map[string]any{"type": "text", "text": text}}}})
-		out, findings := newRedactor(map[string]string{"s": secret}).redact(msg)
+		v, err := ReadValue(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, findings := newRedactor(map[string]string{"s": secret}).redactValue(v)
 		var decoded any
 		if err := json.Unmarshal(out, &decoded); err != nil {
 			t.Fatalf("redacted message is not JSON: %v", err)
@@ -337,7 +276,7 @@ func FuzzReadsAgree(f *testing.F) {
 			return
 		}
 		m := msgs[0]
-		if ambiguousMessage(m) != "" {
+		if methodRefusal(m) != "" {
 			return
 		}
 		var exact map[string]json.RawMessage
@@ -356,7 +295,7 @@ func FuzzReadsAgree(f *testing.F) {
 		if m.method != governedMethod {
 			return
 		}
-		p, err := readCallParams(m.raw)
+		p, err := readCallParams(m)
 		if err != nil {
 			return // refused
 		}
@@ -368,8 +307,8 @@ func FuzzReadsAgree(f *testing.F) {
 		json.Unmarshal(loose.Params, &looseParams)
 		var exactName string
 		json.Unmarshal(exactParams["name"], &exactName)
-		if exactName != p.Name || looseParams.Name != p.Name {
-			t.Fatalf("%s: the gate reads tool %q, JSON.parse %q, encoding/json %q", raw, p.Name, exactName, looseParams.Name)
+		if exactName != p.name || looseParams.Name != p.name {
+			t.Fatalf("%s: the gate reads tool %q, JSON.parse %q, encoding/json %q", raw, p.name, exactName, looseParams.Name)
 		}
 	})
 }
