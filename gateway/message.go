@@ -89,8 +89,14 @@ func readMessage(v Value) (message, error) {
 		hasResult, hasEr bool
 		odd              string
 	)
-	for name, val := range v.Members() {
-		switch name {
+	raw := v.Raw()
+	for k, span := range v.memberSpans() {
+		val := Value{raw: raw[span[0]:span[1]]}
+		name := raw[k[0]+1 : k[1]-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			name = []byte(unquote(raw[k[0]:k[1]]))
+		}
+		switch string(name) {
 		case "jsonrpc":
 			version, _ = val.Text()
 		case "id":
@@ -107,7 +113,7 @@ func readMessage(v Value) (message, error) {
 		case "error":
 			hasEr = true
 		default:
-			if f := FoldName(name); envelopeMembers[f] && odd == "" {
+			if f := FoldName(string(name)); envelopeMembers[f] && odd == "" {
 				// Go's encoding/json would take it for the member.
 				odd = fmt.Sprintf("member %q is not JSON-RPC's %q", name, f)
 			}

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,12 +142,23 @@ func (v Value) Int() (int64, bool) {
 
 // Get returns the member of an Object called name, exactly.
 func (v Value) Get(name string) (Value, bool) {
-	for k, m := range v.Members() {
-		if k == name {
-			return m, true
+	raw := v.raw
+	for k, span := range v.memberSpans() {
+		if keyIs(raw[k[0]:k[1]], name) {
+			return Value{raw: raw[span[0]:span[1]]}, true
 		}
 	}
 	return Value{}, false
+}
+
+// keyIs reports whether the quoted name q is name, decoding it only when it
+// holds escapes.
+func keyIs(q []byte, name string) bool {
+	inner := q[1 : len(q)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner) == name
+	}
+	return unquote(q) == name
 }
 
 // Path returns the value at a path of member names, or false.
@@ -271,13 +284,17 @@ func (v Value) Interface() any {
 func check(b []byte) (start, end int, err error) {
 	type level struct {
 		object bool
-		names  []string            // folded member names so far
-		set    map[string]struct{} // the same, once there are many
+		first  int                 // of its member names in names
+		set    map[string]struct{} // its folded names, once there are many
 	}
 	fail := func(i int, format string, args ...any) (int, int, error) {
 		return 0, 0, &ReadError{Offset: i, Reason: fmt.Sprintf(format, args...)}
 	}
-	var stack []level
+	var (
+		buf   [8]level
+		stack = buf[:0]
+		names []memberName // of every open object, innermost last
+	)
 	i := skipSpace(b, 0)
 	start = i
 	for {
@@ -290,7 +307,7 @@ func check(b []byte) (start, end int, err error) {
 			if len(stack) == MaxDepth {
 				return fail(i, "%s", errDepth)
 			}
-			stack = append(stack, level{object: c == '{'})
+			stack = append(stack, level{object: c == '{', first: len(names)})
 			i = skipSpace(b, i+1)
 			if i < len(b) && (c == '{' && b[i] == '}' || c == '[' && b[i] == ']') {
 				stack = stack[:len(stack)-1]
@@ -299,7 +316,8 @@ func check(b []byte) (start, end int, err error) {
 			}
 			if c == '{' {
 				var err error
-				if i, err = readName(b, i, &stack[len(stack)-1].names, &stack[len(stack)-1].set); err != nil {
+				top := &stack[len(stack)-1]
+				if i, err = readName(b, i, &names, top.first, &top.set); err != nil {
 					return 0, 0, err
 				}
 			}
@@ -342,26 +360,52 @@ func check(b []byte) (start, end int, err error) {
 				i = skipSpace(b, i+1)
 				if top.object {
 					var err error
-					if i, err = readName(b, i, &top.names, &top.set); err != nil {
+					if i, err = readName(b, i, &names, top.first, &top.set); err != nil {
 						return 0, 0, err
 					}
 				}
 				break
 			}
 			if top.object && b[i] == '}' || !top.object && b[i] == ']' {
+				names = names[:top.first]
 				stack = stack[:len(stack)-1]
 				i++
 				continue
 			}
-			return fail(i, "%s where a comma or the end of the %s belongs", describeByte(b, i), map[bool]string{true: "object", false: "array"}[top.object])
+			what := "array"
+			if top.object {
+				what = "object"
+			}
+			return fail(i, "%s where a comma or the end of the %s belongs", describeByte(b, i), what)
 		}
 	}
 }
 
+// A memberName is a member name as written (without quotes) and, unless it
+// is plain ASCII without escapes, folded.
+type memberName struct {
+	raw    []byte
+	folded string // "" for a plain name: compare raw, ignoring ASCII case
+}
+
+func (n memberName) fold() string {
+	if n.folded != "" || n.raw == nil {
+		return n.folded
+	}
+	return strings.ToLower(string(n.raw))
+}
+
+func (n memberName) same(m memberName) bool {
+	if n.folded == "" && m.folded == "" {
+		return len(n.raw) == len(m.raw) && bytes.EqualFold(n.raw, m.raw)
+	}
+	return n.fold() == m.fold()
+}
+
 // readName reads a member name and its colon at b[i], and refuses one that
-// another name of the same object already has, once folded. It returns
-// where the member's value starts.
-func readName(b []byte, i int, names *[]string, set *map[string]struct{}) (int, error) {
+// another name of the same object (names[first:]) already has, once folded.
+// It returns where the member's value starts.
+func readName(b []byte, i int, names *[]memberName, first int, set *map[string]struct{}) (int, error) {
 	if i >= len(b) || b[i] != '"' {
 		return 0, &ReadError{Offset: i, Reason: fmt.Sprintf("%s where a member name belongs", describeByte(b, i))}
 	}
@@ -369,28 +413,34 @@ func readName(b []byte, i int, names *[]string, set *map[string]struct{}) (int, 
 	if err != nil {
 		return 0, err
 	}
-	name := unquote(b[i:end])
-	folded := FoldName(name)
+	n := memberName{raw: b[i+1 : end-1]}
+	if !plainASCII(n.raw) {
+		n.folded = FoldName(unquote(b[i:end]))
+		if n.folded == "" {
+			n.folded = "\x00" // an empty name folds to nothing; keep it apart from plain names
+		}
+	}
 	dup := false
 	if *set != nil {
-		_, dup = (*set)[folded]
+		_, dup = (*set)[n.fold()]
 	} else {
-		for _, n := range *names {
-			if n == folded {
+		for _, m := range (*names)[first:] {
+			if m.same(n) {
 				dup = true
 				break
 			}
 		}
 	}
 	if dup {
-		return 0, &ReadError{Offset: i, Reason: fmt.Sprintf("member %q is given twice (names are compared as every reader would, folding case and width)", name)}
+		return 0, &ReadError{Offset: i, Reason: fmt.Sprintf("member %q is given twice (names are compared as every reader would, folding case and width)", unquote(b[i:end]))}
 	}
+	*names = append(*names, n)
 	if *set != nil {
-		(*set)[folded] = struct{}{}
-	} else if *names = append(*names, folded); len(*names) > 16 {
-		*set = make(map[string]struct{}, 2*len(*names))
-		for _, n := range *names {
-			(*set)[n] = struct{}{}
+		(*set)[n.fold()] = struct{}{}
+	} else if len(*names)-first > 16 {
+		*set = make(map[string]struct{}, 2*(len(*names)-first))
+		for _, m := range (*names)[first:] {
+			(*set)[m.fold()] = struct{}{}
 		}
 	}
 	j := skipSpace(b, end)
@@ -398,6 +448,16 @@ func readName(b []byte, i int, names *[]string, set *map[string]struct{}) (int, 
 		return 0, &ReadError{Offset: j, Reason: fmt.Sprintf("%s where a colon belongs", describeByte(b, j))}
 	}
 	return skipSpace(b, j+1), nil
+}
+
+// plainASCII reports whether a name as written is ASCII without escapes.
+func plainASCII(raw []byte) bool {
+	for _, c := range raw {
+		if c >= utf8.RuneSelf || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // FoldName folds a name as the loosest reader on the other side might before
@@ -431,40 +491,72 @@ func FoldName(s string) string {
 func foldRune(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }
 
 // checkString checks the string that starts at b[i] (a quote) and returns
-// the index just after it.
+// the index just after it. It looks for the quote and the escapes with
+// bytes.IndexByte, and checks the runs between them whole, which keeps it
+// near memory speed on the long texts tool results carry.
 func checkString(b []byte, i int) (int, error) {
 	j := i + 1
 	for {
-		// The common case: printable ASCII with nothing to look at.
-		for j < len(b) {
-			c := b[j]
-			if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-				break
-			}
-			j++
-		}
-		if j >= len(b) {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
 			return 0, &ReadError{Offset: i, Reason: "a string is not closed"}
 		}
-		switch c := b[j]; {
-		case c == '"':
-			return j + 1, nil
-		case c == '\\':
-			n, err := checkEscape(b, j)
-			if err != nil {
+		run := b[j : j+k]
+		e := bytes.IndexByte(run, '\\')
+		if e < 0 {
+			if err := checkRun(b, j, j+k); err != nil {
 				return 0, err
 			}
-			j += n
-		case c < 0x20:
-			return 0, &ReadError{Offset: j, Reason: fmt.Sprintf("a string holds the control character %#02x unescaped", c)}
-		default:
-			r, size := utf8.DecodeRune(b[j:])
-			if r == utf8.RuneError && size == 1 {
-				return 0, &ReadError{Offset: j, Reason: "a string is not valid UTF-8"}
-			}
-			j += size
+			return j + k + 1, nil
+		}
+		if err := checkRun(b, j, j+e); err != nil {
+			return 0, err
+		}
+		n, err := checkEscape(b, j+e)
+		if err != nil {
+			return 0, err
+		}
+		j += e + n
+	}
+}
+
+// checkRun checks b[from:to], a part of a string without quotes or
+// escapes: UTF-8, and no control characters.
+func checkRun(b []byte, from, to int) error {
+	run := b[from:to]
+	if utf8.Valid(run) && !hasControl(run) {
+		return nil
+	}
+	for j := from; j < to; {
+		if c := b[j]; c < 0x20 {
+			return &ReadError{Offset: j, Reason: fmt.Sprintf("a string holds the control character %#02x unescaped", c)}
+		}
+		r, size := utf8.DecodeRune(b[j:to])
+		if r == utf8.RuneError && size == 1 {
+			return &ReadError{Offset: j, Reason: "a string is not valid UTF-8"}
+		}
+		j += size
+	}
+	return nil
+}
+
+// hasControl reports whether b holds a byte below 0x20, eight bytes at a
+// time. (The test may also flag a byte above a real one, never one alone.)
+func hasControl(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	j := 0
+	for ; j+8 <= len(b); j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		if (x-0x20*ones)&^x&highs != 0 {
+			return true
 		}
 	}
+	for ; j < len(b); j++ {
+		if b[j] < 0x20 {
+			return true
+		}
+	}
+	return false
 }
 
 // checkEscape checks the escape at b[j] (a backslash) and returns its
@@ -593,15 +685,22 @@ func skipSpaceBack(b []byte) int {
 
 // skipString returns the index just after the string that starts at b[i].
 func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return len(b)
 		}
+		q := j + k
+		backslashes := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
 	}
-	return len(b)
 }
 
 // skipValue returns the index just after the value that starts at b[i].
