@@ -49,10 +49,7 @@ func ProbeRemote(ctx context.Context, r Remote) (*Health, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("%q is not an http or https URL", r.URL)
 	}
-	client := r.Client
-	if client == nil {
-		client = defaultHTTPClient(u.Host)
-	}
+	client := remoteClient(u, r.Client)
 	client.Transport = withHeaders{next: client.Transport, headers: r.Headers}
 	return probe(ctx, &mcp.StreamableClientTransport{Endpoint: r.URL, HTTPClient: client, MaxRetries: -1, DisableStandaloneSSE: true},
 		func() bool { return true })

@@ -113,10 +113,7 @@ func dialRemote(name string, r Remote, max int, log *slog.Logger) (*remoteConn, 
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%q is not an http or https URL", r.URL)
 	}
-	client := r.Client
-	if client == nil {
-		client = defaultHTTPClient(u.Host)
-	}
+	client := remoteClient(u, r.Client)
 	header := http.Header{}
 	for k, v := range r.Headers {
 		header.Set(k, v)
@@ -130,9 +127,33 @@ func dialRemote(name string, r Remote, max int, log *slog.Logger) (*remoteConn, 
 	return c, nil
 }
 
-// defaultHTTPClient bounds connecting, and refuses redirects to other hosts:
-// the request carries the server's credentials.
-func defaultHTTPClient(host string) *http.Client {
+// remoteClient returns a copy of given (nil: a client that bounds
+// connecting) whose redirects never leave the server's origin u: the
+// requests carry the server's credentials.
+func remoteClient(u *url.URL, given *http.Client) *http.Client {
+	client := defaultHTTPClient()
+	if given != nil {
+		c := *given
+		client = &c
+	}
+	next := client.CheckRedirect
+	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if err := sameOrigin(u, req.URL); err != nil {
+			return err
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 5 {
+			return errors.New("too many redirects")
+		}
+		return nil
+	}
+	return client
+}
+
+// defaultHTTPClient bounds connecting.
+func defaultHTTPClient() *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
@@ -143,16 +164,19 @@ func defaultHTTPClient(host string) *http.Client {
 			ExpectContinueTimeout: time.Second,
 			ForceAttemptHTTP2:     true,
 		},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if req.URL.Host != host {
-				return fmt.Errorf("refused a redirect to another host (%s)", req.URL.Host)
-			}
-			if len(via) >= 5 {
-				return errors.New("too many redirects")
-			}
-			return nil
-		},
 	}
+}
+
+// sameOrigin refuses a redirect from the server's URL to another scheme,
+// host or port: the credentials would go to someone else, or in clear text.
+func sameOrigin(from, to *url.URL) error {
+	switch {
+	case !strings.EqualFold(to.Scheme, from.Scheme):
+		return fmt.Errorf("refused a redirect from %s to %s: it changes the scheme, and the request carries the server's credentials", from.Scheme, to.Scheme)
+	case !strings.EqualFold(to.Host, from.Host):
+		return fmt.Errorf("refused a redirect to another host (%s): the request carries the server's credentials", to.Host)
+	}
+	return nil
 }
 
 func (c *remoteConn) input() io.Writer  { return remoteInput{c} }

@@ -146,6 +146,36 @@ func TestRemoteFailures(t *testing.T) {
 			t.Errorf("initialize of a dead server = %+v, want cannot reach", m)
 		}
 	})
+	t.Run("redirects that leave the origin", func(t *testing.T) {
+		var leaked atomic.Int32
+		plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "" {
+				leaked.Add(1)
+			}
+			http.NotFound(w, r)
+		}))
+		t.Cleanup(plain.Close)
+		var target atomic.Value
+		tls := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target.Load().(string), http.StatusTemporaryRedirect)
+		}))
+		t.Cleanup(tls.Close)
+		for _, tt := range []struct{ name, to, want string }{
+			{"to http on the same host and port", "http://" + tls.Listener.Addr().String() + "/mcp", "changes the scheme"},
+			{"to another host", "https://" + plain.Listener.Addr().String() + "/mcp", "another host"},
+			{"to http elsewhere", plain.URL + "/mcp", "refused a redirect"},
+		} {
+			target.Store(tt.to)
+			s := startRemote(t, Remote{URL: tls.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer sk-redirect-secret"}, Client: tls.Client()}, nil)
+			s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+			if text, isErr := toolText(t, s.recvMsg()); !isErr || !strings.Contains(text, tt.want) {
+				t.Errorf("%s: answer = %q (isError %v), want the redirect refused (%q)", tt.name, text, isErr, tt.want)
+			}
+		}
+		if n := leaked.Load(); n > 0 {
+			t.Errorf("the credential reached another origin %d times", n)
+		}
+	})
 	t.Run("a server that lies about content", func(t *testing.T) {
 		liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")

@@ -25,6 +25,7 @@ type proxyFlags struct {
 	maxMessageBytes int
 	passThrough     bool
 	approvalWait    time.Duration
+	callTimeout     time.Duration
 	client          string
 }
 
@@ -44,7 +45,11 @@ the entry's args.
 
 --client names the client whose config launches the proxy (claude-desktop,
 cursor, ...): rules for a client match it, and receipts record it. Without
-it, the name the client gives itself when it connects is used.`,
+it, the name the client gives itself when it connects is used.
+
+--call-timeout bounds how long an allowed call waits for the server: past
+it the model is told the server did not answer, the server is sent a
+cancellation, and the call's outcome is UNKNOWN.`,
 	flags: flagged(declareProxyFlags, runProxy),
 }
 
@@ -52,7 +57,18 @@ func declareProxyFlags(fs *flag.FlagSet, f *proxyFlags) {
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", gateway.DefaultMaxMessageBytes, "refuse JSON-RPC messages larger than `n` bytes")
 	fs.BoolVar(&f.passThrough, "pass-through", false, "relay tools/call without deciding or recording them (for measuring the relay alone; never in a client's config)")
 	fs.DurationVar(&f.approvalWait, "approval-wait", gate.DefaultApprovalWait, "how long one call waits for a person's approval before it is answered as pending")
+	fs.DurationVar(&f.callTimeout, "call-timeout", envDuration("GATEHOUSE_CALL_TIMEOUT", gateway.DefaultCallTimeout),
+		"how long an allowed call waits for the server's answer before it ends with outcome UNKNOWN (default from $GATEHOUSE_CALL_TIMEOUT)")
 	fs.StringVar(&f.client, "client", "", "the `ID` of the client whose config launches this proxy (e.g. claude-desktop)")
+}
+
+// envDuration reads a duration from the environment variable name, or
+// returns def when it is unset or not a positive duration.
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
 }
 
 func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args []string) error {
@@ -118,6 +134,7 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		Stderr:          c.stderr,
 		MaxMessageBytes: max,
 		Secrets:         secrets,
+		CallTimeout:     f.callTimeout,
 	}
 	if !f.passThrough {
 		opts.Governor = c.governor(ctx, st, srv, log)

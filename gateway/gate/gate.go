@@ -515,6 +515,11 @@ func (g *Gate) checkPin(ctx context.Context, c *gateway.Call) (*approval.Change,
 		return nil, "", err
 	case pinned == hash:
 		return nil, hash, nil
+	case pinned == legacyHash(c.Definition.Raw):
+		if err := g.pin(ctx, c.Tool, pinned, hash, canonical); err != nil {
+			return nil, "", err
+		}
+		return nil, hash, nil
 	}
 	pin, err := g.pins.get(ctx, g.cfg.Server, c.Tool)
 	if err != nil {
@@ -523,7 +528,7 @@ func (g *Gate) checkPin(ctx context.Context, c *gateway.Call) (*approval.Change,
 	return &approval.Change{Old: pin.Definition, New: canonical}, hash, nil
 }
 
-// toolHashMemo is a tool definition as listed, and its pinned part's hash.
+// toolHashMemo is a tool definition as listed, and its hash.
 type toolHashMemo struct {
 	raw       json.RawMessage
 	canonical []byte

@@ -16,14 +16,27 @@ import (
 // A Pin is a tool definition as the user last accepted it.
 type Pin struct {
 	Server, Tool string
-	Hash         string          // sha256:<hex> of the pinned part of the definition
-	Definition   json.RawMessage // the pinned part, canonical JSON
+	Hash         string          // sha256:<hex> of the canonical definition
+	Definition   json.RawMessage // the whole definition, canonical JSON
 	AcceptedAt   time.Time
 }
 
-// pinned is the part of a tool's definition a pin covers: what tells the
-// model what the tool does and what it takes. A server that changes any of
-// it after the user accepted the tool gets its calls held for review.
+// ToolHash returns a tool's whole definition, as the client read it
+// (name, title, descriptions, schemas, annotations, _meta and anything
+// else), in canonical JSON (RFC 8785), and its hash. A server that changes
+// any of it after the user accepted the tool gets its calls held for
+// review.
+func ToolHash(definition json.RawMessage) (canonical []byte, hash string, err error) {
+	canonical, err = jcs.Transform(definition)
+	if err != nil {
+		return nil, "", fmt.Errorf("tool definition: %w", err)
+	}
+	sum := sha256.Sum256(canonical)
+	return canonical, "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// pinned is the part of a tool's definition that pins covered before they
+// covered the whole definition (and the part Tools reads back).
 type pinned struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
@@ -31,23 +44,25 @@ type pinned struct {
 	Annotations json.RawMessage `json:"annotations,omitempty"`
 }
 
-// ToolHash returns the canonical pinned part of a tool definition and its
-// hash.
-func ToolHash(definition json.RawMessage) (canonical []byte, hash string, err error) {
+// legacyHash is the hash a pin made before pins covered the whole
+// definition has for definition ("legacy:sha256:..."). A pin with it is
+// upgraded, once, to the whole definition's hash: what the user accepted
+// then is unchanged.
+func legacyHash(definition json.RawMessage) string {
 	var p pinned
 	if err := json.Unmarshal(definition, &p); err != nil {
-		return nil, "", fmt.Errorf("tool definition: %w", err)
+		return ""
 	}
 	raw, err := json.Marshal(p)
 	if err != nil {
-		return nil, "", err
+		return ""
 	}
-	canonical, err = jcs.Transform(raw)
+	canonical, err := jcs.Transform(raw)
 	if err != nil {
-		return nil, "", fmt.Errorf("tool definition: %w", err)
+		return ""
 	}
 	sum := sha256.Sum256(canonical)
-	return canonical, "sha256:" + hex.EncodeToString(sum[:]), nil
+	return "legacy:sha256:" + hex.EncodeToString(sum[:])
 }
 
 // pins keeps accepted tool definitions in the shared database.
@@ -154,4 +169,7 @@ var migrations = []string{
 		created_at TEXT NOT NULL,
 		PRIMARY KEY (server, tool, key_hash)
 	) STRICT`,
+	// 4: pins cover the whole definition now; the ones made before covered
+	// a part of it, and are marked so (see legacyHash).
+	`UPDATE pins SET hash = 'legacy:' || hash`,
 }

@@ -124,6 +124,8 @@ func (g *Gate) noteListed(ctx context.Context, t *gateway.Tool) error {
 	case pin.Hash == hash:
 		_, err := g.pins.seen(ctx, g.cfg.Server, t.Name, "", nil)
 		return err
+	case pin.Hash == legacyHash(t.Raw):
+		return g.pin(ctx, t.Name, pin.Hash, hash, canonical)
 	}
 	changed, err := g.pins.seen(ctx, g.cfg.Server, t.Name, hash, canonical)
 	if changed {
