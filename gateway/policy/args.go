@@ -3,17 +3,16 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"path"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
 // A verdict is what a constraint says of a call.
@@ -32,72 +31,19 @@ type args struct {
 	resolve func(string) (string, error) // Call.ResolvePath
 }
 
-// readArgs reads a call's arguments strictly: invalid UTF-8 and duplicate
-// keys make them unreadable, since the server may read them differently
-// from Gatehouse.
+// readArgs reads a call's arguments with the gateway's one strict reading
+// (the one the proxy read the message with): what it cannot read one way
+// (duplicate or case-folded keys, invalid UTF-8, ...) cannot be checked.
 func readArgs(raw json.RawMessage) *args {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return &args{root: map[string]any{}}
 	}
-	if !utf8.Valid(raw) {
-		return &args{err: errors.New("they are not valid UTF-8")}
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	v, err := decodeStrict(dec)
-	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("data after the JSON value")
-		}
-	}
+	v, err := gateway.ReadValue(raw)
 	if err != nil {
 		return &args{err: fmt.Errorf("they are not JSON Gatehouse can read unambiguously: %v", err)}
 	}
-	return &args{root: v}
-}
-
-// decodeStrict decodes one JSON value, failing on a duplicate key.
-func decodeStrict(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return tok, nil
-	}
-	switch d {
-	case '{':
-		m := make(map[string]any)
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			k, _ := kt.(string)
-			if _, dup := m[k]; dup {
-				return nil, fmt.Errorf("duplicate key %q", k)
-			}
-			if m[k], err = decodeStrict(dec); err != nil {
-				return nil, err
-			}
-		}
-		_, err := dec.Token()
-		return m, err
-	case '[':
-		var a []any
-		for dec.More() {
-			v, err := decodeStrict(dec)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
-		}
-		_, err := dec.Token()
-		return a, err
-	}
-	return nil, fmt.Errorf("unexpected %v", d)
+	return &args{root: v.Interface()}
 }
 
 // lookupResult says whether an argument was found.
