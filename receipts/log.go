@@ -2,7 +2,8 @@
 // execution outcome and event of the gate, signed and appended to a Merkle
 // log in the shared SQLite database, with the payloads (arguments, results)
 // kept beside it under salted commitments so that they can be erased without
-// breaking a signature or a proof.
+// breaking a signature or a proof. A payload over [MaxStoredPayload] is
+// committed to but not kept, and its entry says so.
 //
 // The format of an entry, a commitment and a checkpoint is package
 // [entry]; this package stores them. Many processes append at once (every
@@ -284,9 +285,10 @@ type payload struct {
 // size and this cap ([entry.NotKept]). A payload of exactly this size is
 // kept whole.
 //
-// Without a cap, every call whose arguments come near the proxy's message
-// limit (8 MiB) would add about twice that to the database: the payload,
-// and its text in the search index.
+// Without a cap, a call whose arguments and result come near the proxy's
+// message limit (8 MiB each) adds both to the database whole: 16.8 MB for
+// one such call in TestPayloadCapKeepsTheDatabaseSmall, against nothing
+// measurable with it.
 const MaxStoredPayload = 64 << 10
 
 // newPayload commits to data with a fresh salt, and keeps data unless it
