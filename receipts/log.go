@@ -287,8 +287,8 @@ type payload struct {
 //
 // Without a cap, a call whose arguments and result come near the proxy's
 // message limit (8 MiB each) adds both to the database whole: 16.8 MB for
-// one such call in TestPayloadCapKeepsTheDatabaseSmall, against nothing
-// measurable with it.
+// one such call in TestPayloadCapKeepsTheDatabaseSmall; with it, the file
+// did not grow by a page.
 const MaxStoredPayload = 64 << 10
 
 // newPayload commits to data with a fresh salt, and keeps data unless it
