@@ -302,6 +302,11 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 				container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.DeleteIcon()))), nil,
 				compact(text("Erased: only its commitment remains", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}}),
 					textBlock("By "+by+". The signature still verifies: the entry holds a salted commitment, not the payload. Commitment "+p.Commitment+".", widget.RichTextStyle{})))))
+		case p.NotKept != nil:
+			box = append(box, newPanel(theme.ColorNameWarning, 0x22, container.NewBorder(nil, nil,
+				container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.InfoIcon()))), nil,
+				compact(text("Not kept: too large to store", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}}),
+					textBlock(fmt.Sprintf("%d bytes, over the log's cap of %d bytes. The signed entry says so, and commits to all of it: whoever kept the payload can show it is this one. Commitment %s.", p.NotKept.Size, p.NotKept.Cap, p.Commitment), widget.RichTextStyle{})))))
 		case len(p.Data) == 0:
 			box = append(box, text("none", secondary))
 		default:

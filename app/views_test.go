@@ -558,6 +558,39 @@ func TestHistoryEntryDetail(t *testing.T) {
 	assertHides(t, d, "Erase payload…")
 }
 
+// TestHistoryEntryNotKept: arguments and a result over the log's payload
+// cap show as not kept, with their size and the cap, and the entry still
+// verifies.
+func TestHistoryEntryNotKept(t *testing.T) {
+	h := newHarness(t, nil)
+	l := h.seeded(5)
+	ctx := context.Background()
+	big := []byte(`{"content":"` + strings.Repeat("x", receipts.MaxStoredPayload) + `"}`)
+	r, err := l.AppendReceipt(ctx, entry.Receipt{Capability: "mcp.files.write_file", Server: "files", Tool: "write_file",
+		Decision: entry.Allow, Rule: "test", Client: entry.Client{Name: "cursor"}}, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded}, big); err != nil {
+		t.Fatal(err)
+	}
+	h.useClock()
+	p := h.openHistory()
+	k := slices.IndexFunc(p.hl.hits, func(x receipts.Hit) bool { return x.ID == r.ID })
+	if k < 0 {
+		t.Fatal("the call is not in the history")
+	}
+	p.list.Select(k)
+	h.wait("the entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == r.ID })
+	d := objectText(p.detail.content)
+	assertShows(t, d, "Verified", "Not kept: too large to store",
+		fmt.Sprintf("%d bytes, over the log's cap of %d bytes", len(big), receipts.MaxStoredPayload))
+	if strings.Count(d, "Not kept: too large to store") != 2 {
+		t.Errorf("the arguments and the result do not both show as not kept:\n%s", d)
+	}
+	assertHides(t, d, "xxxxxxxx")
+}
+
 func TestHistoryErase(t *testing.T) {
 	h := newHarness(t, nil)
 	h.seeded(30)

@@ -631,10 +631,11 @@ func (w *bundleWriter) writePayloads() error {
 	}
 	defer pf.abort()
 	ids := map[int64]string{}
-	write := func(idx int64, part, commitment string, salt, data []byte, erased bool) error {
+	write := func(idx int64, part, commitment string, salt, data []byte, erased, notKept bool) error {
 		id := ids[idx]
 		pl := verify.PayloadLine{Index: idx, Entry: id, Part: part, Commitment: commitment}
-		if erased {
+		switch {
+		case erased:
 			for _, ep := range w.erased[idx] {
 				if ep.part == part {
 					pl.ErasedBy = ep.byID
@@ -644,7 +645,13 @@ func (w *bundleWriter) writePayloads() error {
 				return fmt.Errorf("payload %s of entry %d: erased, by no entry", part, idx)
 			}
 			w.summary.erasedPayloads++
-		} else {
+		case notKept:
+			// The salt without the data: whoever kept the payload can show
+			// that it is the one the entry committed to.
+			s := base64.StdEncoding.EncodeToString(salt)
+			pl.Salt, pl.NotKept = &s, true
+			w.summary.notKeptPayloads++
+		default:
 			s, d := base64.StdEncoding.EncodeToString(salt), base64.StdEncoding.EncodeToString(data)
 			pl.Salt, pl.Data = &s, &d
 		}
@@ -658,22 +665,22 @@ func (w *bundleWriter) writePayloads() error {
 				idx              int64
 				id, part, commit string
 				salt, data       []byte
-				erased           bool
+				erased, notKept  bool
 			)
-			if err := rows.Scan(&idx, &id, &part, &commit, &salt, &data, &erased); err != nil {
+			if err := rows.Scan(&idx, &id, &part, &commit, &salt, &data, &erased, &notKept); err != nil {
 				return err
 			}
 			if w.why[idx] == notExported {
 				continue
 			}
 			ids[idx] = id
-			if err := write(idx, part, commit, salt, data, erased); err != nil {
+			if err := write(idx, part, commit, salt, data, erased, notKept); err != nil {
 				return err
 			}
 		}
 		return rows.Err()
 	}
-	const cols = `p.entry_idx, e.id, p.part, p.commitment, p.salt, p.data, p.erased_by IS NOT NULL
+	const cols = `p.entry_idx, e.id, p.part, p.commitment, p.salt, p.data, p.erased_by IS NOT NULL, p.not_kept_size IS NOT NULL
 		FROM payloads p JOIN entries e ON e.idx = p.entry_idx`
 	if w.scanPayloads() {
 		rows, err := w.tx.QueryContext(w.ctx, `SELECT `+cols+` WHERE p.entry_idx < ? ORDER BY p.entry_idx, p.part`, w.size)
@@ -996,6 +1003,9 @@ func (w *bundleWriter) describe(e *entry.Entry) entryRow {
 					r.Approver += " until " + a.Until
 				}
 			}
+			if b.ArgsNotKept != nil {
+				r.Detail = "arguments " + b.ArgsNotKept.String()
+			}
 		}
 	case entry.KindOutcome:
 		var b entry.Outcome
@@ -1010,6 +1020,9 @@ func (w *bundleWriter) describe(e *entry.Entry) entryRow {
 				rs = append(rs, fmt.Sprintf("%s x%d (%s)", f.Secret, f.Count, f.Encoding))
 			}
 			r.Redactions = strings.Join(rs, "; ")
+			if b.ResultNotKept != nil {
+				r.Detail = "result " + b.ResultNotKept.String()
+			}
 		}
 	case entry.KindKey:
 		var b entry.KeyEvent
@@ -1059,6 +1072,7 @@ type reportSummary struct {
 	omitted                  int64
 	erasures                 []entryRow
 	payloads, erasedPayloads int64
+	notKeptPayloads          int64
 }
 
 func newReportSummary() reportSummary {
@@ -1117,6 +1131,7 @@ func (w *bundleWriter) writeReport() error {
 		"Payloads":  !w.opts.NoPayloads,
 		"PayloadN":  s.payloads,
 		"ErasedN":   s.erasedPayloads,
+		"NotKeptN":  s.notKeptPayloads,
 		"Since":     w.manifest.Since,
 		"Keys":      w.keys,
 		"FirstKey":  "",
@@ -1171,7 +1186,7 @@ written from the format's specification (docs/evidence.md in Gatehouse's source)
 <tr><th>Checkpoint</th><td>{{.Size}} entries, tree hash <span class="mono">{{.TreeHash}}</span>, signed by key <span class="mono">{{.SignedBy}}</span></td></tr>
 <tr><th>Filters</th><td class="mono">{{.Filters}}</td></tr>
 <tr><th>Entries in this bundle</th><td>{{.Entries}}{{if .Complete}} (the whole log){{else}}: {{.Selected}} chosen by the filters, the others so that they verify{{end}}</td></tr>
-<tr><th>Payloads</th><td>{{if .Payloads}}{{.PayloadN}} ({{.ErasedN}} erased){{else}}left out: commitments only{{end}}</td></tr>
+<tr><th>Payloads</th><td>{{if .Payloads}}{{.PayloadN}} ({{.ErasedN}} erased{{if .NotKeptN}}, {{.NotKeptN}} not kept: over the log's size cap, committed to but not stored{{end}}){{else}}left out: commitments only{{end}}</td></tr>
 {{with .Since}}<tr><th>Consistent with</th><td>an earlier checkpoint of {{.Size}} entries, tree hash <span class="mono">{{.Hash}}</span></td></tr>{{end}}
 </table>
 
@@ -1203,7 +1218,7 @@ The entries keep their commitments, so every signature and proof still holds.</p
 {{if .Omitted}}<p class="note">The first {{len .Rows}} entries; the other {{.Omitted}} are in entries.csv.</p>{{end}}
 <table>
 <tr><th>#</th><th>Time</th><th>Kind</th><th>Id</th><th>Capability</th><th>Decision</th><th>Rule</th><th>Client</th><th>Status</th><th>Details</th><th>Included as</th></tr>
-{{range .Rows}}<tr id="{{.ID}}"><td>{{.Index}}</td><td>{{.Time}}</td><td>{{.Kind}}</td><td class="mono">{{.ID}}</td><td>{{.Capability}}</td><td class="{{.Decision}}">{{.Decision}}</td><td>{{.Rule}}</td><td>{{.Client}}</td><td class="{{.Status}}">{{.Status}}</td><td>{{if .Receipt}}for <a href="#{{.Receipt}}">{{.Receipt}}</a>, {{.DurationMS}} ms{{if .ErrorCode}}, error {{.ErrorCode}}{{end}}{{if .Redactions}}; redacted: {{.Redactions}}{{end}}{{end}}{{if .Approver}}approved by {{.Approver}}{{end}}{{.Detail}}{{if .Erased}} <em>erased: {{.Erased}}</em>{{end}}</td><td>{{.Why}}</td></tr>
+{{range .Rows}}<tr id="{{.ID}}"><td>{{.Index}}</td><td>{{.Time}}</td><td>{{.Kind}}</td><td class="mono">{{.ID}}</td><td>{{.Capability}}</td><td class="{{.Decision}}">{{.Decision}}</td><td>{{.Rule}}</td><td>{{.Client}}</td><td class="{{.Status}}">{{.Status}}</td><td>{{if .Receipt}}for <a href="#{{.Receipt}}">{{.Receipt}}</a>, {{.DurationMS}} ms{{if .ErrorCode}}, error {{.ErrorCode}}{{end}}{{if .Redactions}}; redacted: {{.Redactions}}{{end}}{{end}}{{if .Approver}}approved by {{.Approver}}{{end}}{{if and .Detail (or .Receipt .Approver)}}; {{end}}{{.Detail}}{{if .Erased}} <em>erased: {{.Erased}}</em>{{end}}</td><td>{{.Why}}</td></tr>
 {{end}}</table>
 </body>
 </html>

@@ -2,7 +2,8 @@
 // execution outcome and event of the gate, signed and appended to a Merkle
 // log in the shared SQLite database, with the payloads (arguments, results)
 // kept beside it under salted commitments so that they can be erased without
-// breaking a signature or a proof.
+// breaking a signature or a proof. A payload over [MaxStoredPayload] is
+// committed to but not kept, and its entry says so.
 //
 // The format of an entry, a commitment and a checkpoint is package
 // [entry]; this package stores them. Many processes append at once (every
@@ -272,31 +273,63 @@ type columns struct {
 
 type payload struct {
 	part       string // args, result
-	salt, data []byte
+	salt, data []byte // data is nil when not kept
 	commitment string
+	notKept    *entry.NotKept // the payload was over the cap: its data is not stored
+}
+
+// MaxStoredPayload is the most the log keeps of one payload (a call's
+// arguments, or its result), in bytes. A larger payload is not stored: its
+// entry still commits to the whole of it, with a fresh salt that the log
+// keeps, and says in its signed body that the payload was not kept, its
+// size and this cap ([entry.NotKept]). A payload of exactly this size is
+// kept whole.
+//
+// Without a cap, a call whose arguments and result come near the proxy's
+// message limit (8 MiB each) adds both to the database whole: 16.8 MB for
+// one such call in TestPayloadCapKeepsTheDatabaseSmall; with it, the file
+// did not grow by a page.
+const MaxStoredPayload = 64 << 10
+
+// newPayload commits to data with a fresh salt, and keeps data unless it
+// is over MaxStoredPayload.
+func newPayload(part string, data []byte) payload {
+	p := payload{part: part, salt: entry.NewSalt()}
+	p.commitment = entry.Commit(p.salt, data)
+	if n := int64(len(data)); n > MaxStoredPayload {
+		p.notKept = &entry.NotKept{Size: n, Cap: MaxStoredPayload}
+	} else {
+		p.data = data
+	}
+	return p
 }
 
 // AppendReceipt appends an authorization receipt for a call with arguments
-// args (stored beside the log; nil when there are none). It fills in r.Args
-// with their commitment. It returns when the receipt is durable.
+// args (nil when there are none). It fills in r.Args with their commitment,
+// and r.ArgsNotKept when args are over [MaxStoredPayload]: such arguments
+// are committed to whole but not stored. Arguments up to the cap are stored
+// beside the log. It returns when the receipt is durable.
 func (l *Log) AppendReceipt(ctx context.Context, r entry.Receipt, args []byte) (*entry.Entry, error) {
-	salt := entry.NewSalt()
-	r.Args = entry.Commit(salt, args)
+	p := newPayload("args", args)
+	r.Args, r.ArgsNotKept = p.commitment, p.notKept
 	return l.append(ctx, draft{
 		kind: entry.KindReceipt, prefix: "r", body: r,
 		index:    columns{server: r.Server, tool: r.Tool, decision: r.Decision, client: r.Client.Name},
-		payloads: []payload{{part: "args", salt: salt, data: args, commitment: r.Args}},
+		payloads: []payload{p},
 	})
 }
 
 // AppendOutcome appends the outcome of the call that receipt o.Receipt
-// authorized, with its result (nil when none came). It fills in o.Result.
+// authorized, with its result (nil when none came). It fills in o.Result,
+// and o.ResultNotKept when the result is over [MaxStoredPayload]: such a
+// result is committed to whole but not stored.
 func (l *Log) AppendOutcome(ctx context.Context, o entry.Outcome, result []byte) (*entry.Entry, error) {
 	d := draft{kind: entry.KindOutcome, prefix: "o", index: columns{status: o.Status, receipt: o.Receipt}}
+	o.ResultNotKept = nil
 	if result != nil {
-		salt := entry.NewSalt()
-		o.Result = entry.Commit(salt, result)
-		d.payloads = []payload{{part: "result", salt: salt, data: result, commitment: o.Result}}
+		p := newPayload("result", result)
+		o.Result, o.ResultNotKept = p.commitment, p.notKept
+		d.payloads = []payload{p}
 	}
 	d.body = o
 	d.after = func(tx *sql.Tx, e *entry.Entry) error {
@@ -384,8 +417,16 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 		return nil, err
 	}
 	for _, p := range d.payloads {
-		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO payloads (entry_idx, part, salt, data, commitment) VALUES (?, ?, ?, ?, ?)`,
-			n, p.part, p.salt, nonNil(p.data), p.commitment); err != nil {
+		// A payload not kept is a row with its salt, no data, and its size
+		// and the cap (schema step 5); a kept one is written as before.
+		if p.notKept != nil {
+			_, err = l.stmts.exec(ctx, tx, `INSERT INTO payloads (entry_idx, part, salt, data, commitment, not_kept_size, not_kept_cap)
+				VALUES (?, ?, ?, NULL, ?, ?, ?)`, n, p.part, p.salt, p.commitment, p.notKept.Size, p.notKept.Cap)
+		} else {
+			_, err = l.stmts.exec(ctx, tx, `INSERT INTO payloads (entry_idx, part, salt, data, commitment) VALUES (?, ?, ?, ?, ?)`,
+				n, p.part, p.salt, nonNil(p.data), p.commitment)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -566,4 +607,10 @@ var migrations = []string{
 	// 4: prefix indexes in full-text search; the entries move into the new
 	// index after the step (reindex.go explains).
 	prefixMigration,
+	// 5: payloads over MaxStoredPayload are not kept: their row holds the
+	// salt, no data, and what the entry's signed body says of them (its
+	// args_not_kept or result_not_kept): their size and the cap. Both are
+	// NULL for a payload kept.
+	`ALTER TABLE payloads ADD COLUMN not_kept_size INTEGER;
+	ALTER TABLE payloads ADD COLUMN not_kept_cap INTEGER`,
 }

@@ -94,8 +94,13 @@ type Stored struct {
 type Payload struct {
 	Part       string // args, result
 	Commitment string
-	Salt, Data []byte // nil once erased
+	Salt, Data []byte // nil once erased; Data is nil too when not kept
 	ErasedBy   int64  // index of the erasure entry; -1 when not erased
+	// NotKept is set when the log did not keep the payload, as it was over
+	// the cap ([MaxStoredPayload]): as the entry's signed body says, its
+	// size and the cap. Such a payload has its salt (until erased) and no
+	// data.
+	NotKept *entry.NotKept
 }
 
 // Erased reports whether the payload was erased.
@@ -105,7 +110,8 @@ func (p Payload) Erased() bool { return p.ErasedBy >= 0 }
 // payloads.
 func (l *Reader) Entries(ctx context.Context, from, to int64) iter.Seq2[Stored, error] {
 	return func(yield func(Stored, error) bool) {
-		rows, err := l.db.QueryContext(ctx, `SELECT e.idx, e.data, p.part, p.commitment, p.salt, p.data, coalesce(p.erased_by, -1)
+		rows, err := l.db.QueryContext(ctx, `SELECT e.idx, e.data, p.part, p.commitment, p.salt, p.data, coalesce(p.erased_by, -1),
+				p.not_kept_size, p.not_kept_cap
 			FROM entries e LEFT JOIN payloads p ON p.entry_idx = e.idx
 			WHERE e.idx >= ? AND e.idx < ? ORDER BY e.idx, p.part`, from, to)
 		if err != nil {
@@ -117,13 +123,14 @@ func (l *Reader) Entries(ctx context.Context, from, to int64) iter.Seq2[Stored, 
 		cur.Index = -1
 		for rows.Next() {
 			var (
-				idx        int64
-				data       []byte
-				part, comm sql.NullString
-				salt, pd   []byte
-				erasedBy   int64
+				idx           int64
+				data          []byte
+				part, comm    sql.NullString
+				salt, pd      []byte
+				erasedBy      int64
+				nkSize, nkCap sql.NullInt64
 			)
-			if err := rows.Scan(&idx, &data, &part, &comm, &salt, &pd, &erasedBy); err != nil {
+			if err := rows.Scan(&idx, &data, &part, &comm, &salt, &pd, &erasedBy, &nkSize, &nkCap); err != nil {
 				yield(Stored{}, err)
 				return
 			}
@@ -134,7 +141,11 @@ func (l *Reader) Entries(ctx context.Context, from, to int64) iter.Seq2[Stored, 
 				cur = Stored{Index: idx, Data: data}
 			}
 			if part.Valid {
-				cur.Payloads = append(cur.Payloads, Payload{Part: part.String, Commitment: comm.String, Salt: salt, Data: pd, ErasedBy: erasedBy})
+				p := Payload{Part: part.String, Commitment: comm.String, Salt: salt, Data: pd, ErasedBy: erasedBy}
+				if nkSize.Valid {
+					p.NotKept = &entry.NotKept{Size: nkSize.Int64, Cap: nkCap.Int64}
+				}
+				cur.Payloads = append(cur.Payloads, p)
 			}
 		}
 		if err := rows.Err(); err != nil {
@@ -193,9 +204,11 @@ func (l *Reader) Keys(ctx context.Context) ([]Key, error) {
 // Erase deletes the payloads (arguments and results) of the entries with the
 // given ids, and their salts, leaving tombstones, and appends an erasure
 // entry that names what was erased and why. Signatures and proofs stay
-// valid: entries hold commitments, not payloads. Payloads already erased are
-// skipped; if nothing is left to erase, no entry is appended and nil is
-// returned.
+// valid: entries hold commitments, not payloads. A payload the log did not
+// keep (over [MaxStoredPayload]) has only its salt to delete: once it is
+// gone, not even whoever kept the payload can show it was the one committed
+// to. Payloads already erased are skipped; if nothing is left to erase, no
+// entry is appended and nil is returned.
 func (l *Log) Erase(ctx context.Context, ids []string, reason string) (*entry.Entry, error) {
 	var e *entry.Entry
 	err := l.inTx(ctx, func(tx *sql.Tx) error {

@@ -331,6 +331,8 @@ func showEntry(ctx context.Context, w io.Writer, l *receipts.Reader, s receipts.
 		switch {
 		case p.Erased():
 			fmt.Fprintf(w, "%s: erased by %s\n", p.Part, erasureID(ctx, l, p.ErasedBy))
+		case p.NotKept != nil:
+			fmt.Fprintf(w, "%s: %s; the entry commits to all of it\n", p.Part, p.NotKept)
 		case len(p.Data) == 0:
 			fmt.Fprintf(w, "%s: none\n", p.Part)
 		default:

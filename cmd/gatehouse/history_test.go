@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -211,6 +213,63 @@ func TestHistoryShowAndErase(t *testing.T) {
 	code, _, errs = runIn(t, home, "", "erase", "--match", "", "--to", soon, "--reason", "retention", "--yes")
 	if code != 0 || !strings.Contains(errs, "erased 3 payloads") { // the denied call's arguments, the failed write's and its result
 		t.Errorf("erase --match '' --to: exit %d, %s", code, errs)
+	}
+}
+
+// TestHistoryShowNotKept: arguments and a result over the log's payload
+// cap are shown as not kept, with their size and the cap, and the bundle
+// of the log verifies.
+func TestHistoryShowNotKept(t *testing.T) {
+	needKeychain(t)
+	ctx := context.Background()
+	home, _ := seededHome(t)
+	st, err := store.Open(ctx, home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := vaultFor(st).SigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := receipts.Open(ctx, st, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := []byte(`{"content":"` + strings.Repeat("x", receipts.MaxStoredPayload) + `"}`)
+	r, err := l.AppendReceipt(ctx, entry.Receipt{Capability: "mcp.files.write_file", Server: "files", Tool: "write_file",
+		Decision: entry.Allow, Rule: "test", Client: entry.Client{Name: "cursor"}}, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded}, big); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	code, out, errs := runIn(t, home, "", "history", "show", r.ID)
+	if code != 0 {
+		t.Fatalf("history show: exit %d, %s", code, errs)
+	}
+	notKept := fmt.Sprintf("not kept: %d bytes, over the log's cap of %d bytes; the entry commits to all of it", len(big), receipts.MaxStoredPayload)
+	for _, want := range []string{
+		`"args_not_kept": {`, fmt.Sprintf(`"size": %d`, len(big)), `"result_not_kept": {`,
+		"args: " + notKept, "result: " + notKept,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("history show %s lacks %q:\n%s", r.ID, want, out)
+		}
+	}
+	if strings.Contains(out, "xxxxxxxx") {
+		t.Errorf("history show prints a payload that was not kept:\n%.2000s", out)
+	}
+
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	if code, _, errs := runIn(t, home, "", "export", "--out", bundle); code != 0 {
+		t.Fatalf("export: exit %d, %s", code, errs)
+	}
+	code, out, errs = runIn(t, home, "", "verify", bundle)
+	if code != 0 || !strings.Contains(out, "2 not kept") || !strings.Contains(out, "not kept: the args of entry ") {
+		t.Errorf("verify: exit %d\n%s%s", code, out, errs)
 	}
 }
 

@@ -35,6 +35,25 @@ type Receipt struct {
 	Args       string    `json:"args"`                // commitment to the arguments ([Commit])
 	ToolHash   string    `json:"tool_hash,omitempty"` // sha256:<hex> of the tool definition
 	Session    string    `json:"session,omitempty"`   // the proxy session that made the call
+	// ArgsNotKept is set when the log did not keep the arguments beside
+	// it, as they were larger than it keeps; Args still commits to them
+	// whole. Absent when the arguments were kept.
+	ArgsNotKept *NotKept `json:"args_not_kept,omitempty"`
+}
+
+// NotKept records, in a signed entry, that the log did not keep a payload
+// (arguments or result) beside it: the payload was over the most the log
+// keeps of one, so only its commitment, made over all of it, and its salt
+// are kept. Whoever kept the payload itself can still show that it is the
+// one committed to.
+type NotKept struct {
+	Size int64 `json:"size"` // the payload's length in bytes; always more than Cap
+	Cap  int64 `json:"cap"`  // the most the log kept of one payload, in bytes, when it wrote the entry
+}
+
+// String says what was not kept and why, for people.
+func (n NotKept) String() string {
+	return fmt.Sprintf("not kept: %d bytes, over the log's cap of %d bytes", n.Size, n.Cap)
 }
 
 // Approver records who answered an approval request, and for how long.
@@ -58,6 +77,10 @@ type Outcome struct {
 	ErrorCode  int64     `json:"error_code,omitempty"`
 	DurationMS float64   `json:"duration_ms"`
 	Redactions []Finding `json:"redactions,omitempty"`
+	// ResultNotKept is set when the log did not keep the result beside it,
+	// as it was larger than the log keeps; Result still commits to it
+	// whole. Absent when the result was kept, or none came.
+	ResultNotKept *NotKept `json:"result_not_kept,omitempty"`
 }
 
 // A Finding is a secret found in a result and replaced before the client

@@ -346,3 +346,35 @@ func FuzzParseCheckpoint(f *testing.F) {
 		}
 	})
 }
+
+// TestNotKeptMembers: a body says a payload was not kept only when it was;
+// one whose payload was kept reads as before the members existed.
+func TestNotKeptMembers(t *testing.T) {
+	nk := &NotKept{Size: 70000, Cap: 65536}
+	tests := []struct {
+		name string
+		body any
+		want string
+	}{
+		{"receipt, arguments kept", Receipt{Decision: Allow, Args: "sha256:00"},
+			`{"args":"sha256:00","capability":"","client":{"name":""},"decision":"ALLOW","rule":"","server":"","tool":""}`},
+		{"receipt, arguments not kept", Receipt{Decision: Allow, Args: "sha256:00", ArgsNotKept: nk},
+			`{"args":"sha256:00","args_not_kept":{"cap":65536,"size":70000},"capability":"","client":{"name":""},"decision":"ALLOW","rule":"","server":"","tool":""}`},
+		{"outcome, result kept", Outcome{Receipt: "r-1", Status: Succeeded, Result: "sha256:00"},
+			`{"duration_ms":0,"receipt":"r-1","result":"sha256:00","status":"SUCCEEDED"}`},
+		{"outcome, result not kept", Outcome{Receipt: "r-1", Status: Succeeded, Result: "sha256:00", ResultNotKept: nk},
+			`{"duration_ms":0,"receipt":"r-1","result":"sha256:00","result_not_kept":{"cap":65536,"size":70000},"status":"SUCCEEDED"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, _ := json.Marshal(tt.body)
+			got, err := jcs.Transform(raw)
+			if err != nil || string(got) != tt.want {
+				t.Errorf("canonical body = %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+	if got, want := nk.String(), "not kept: 70000 bytes, over the log's cap of 65536 bytes"; got != want {
+		t.Errorf("NotKept.String() = %q, want %q", got, want)
+	}
+}

@@ -127,15 +127,18 @@ type Counts struct {
 }
 
 // A PayloadLine is one line of payloads.jsonl: an entry's arguments or
-// result with the salt of its commitment, or, once erased, a tombstone that
-// names the erasure entry.
+// result with the salt of its commitment; for a payload the log did not
+// keep (its entry's body says args_not_kept or result_not_kept), the salt
+// alone and NotKept; or, once erased, a tombstone that names the erasure
+// entry.
 type PayloadLine struct {
 	Index      int64   `json:"index"` // of the entry that commits to it
 	Entry      string  `json:"entry"` // its id
 	Part       string  `json:"part"`  // "args" (receipts) or "result" (outcomes)
 	Commitment string  `json:"commitment"`
 	Salt       *string `json:"salt,omitempty"`      // base64; absent once erased
-	Data       *string `json:"data,omitempty"`      // base64; absent once erased
+	Data       *string `json:"data,omitempty"`      // base64; absent once erased, and when not kept
+	NotKept    bool    `json:"not_kept,omitempty"`  // the log did not keep the payload: salt, no data
 	ErasedBy   string  `json:"erased_by,omitempty"` // id of the erasure entry; only in tombstones
 }
 

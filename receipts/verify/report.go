@@ -41,18 +41,19 @@ const (
 // A Report is the result of verifying a bundle: what the bundle claims, and
 // one row per check.
 type Report struct {
-	Log        string    `json:"log"`         // the log's id, from the checkpoint
-	Size       int64     `json:"size"`        // the checkpoint's tree size
-	TreeHash   string    `json:"tree_hash"`   // the checkpoint's tree hash
-	SignedBy   string    `json:"signed_by"`   // the key that signed the checkpoint
-	FirstKey   string    `json:"first_key"`   // the log's first key: the one to pin
-	Pinned     bool      `json:"pinned"`      // the first key was checked against a pin
-	Entries    int64     `json:"entries"`     // lines of entries.jsonl
-	Complete   bool      `json:"complete"`    // the bundle holds the whole log
-	ExportedAt string    `json:"exported_at"` // from the manifest
-	Generator  string    `json:"generator"`   // from the manifest
-	Filters    string    `json:"filters"`     // from the manifest
-	Erasures   []Erasure `json:"erasures"`    // payloads erased, and by which entry
+	Log        string    `json:"log"`                // the log's id, from the checkpoint
+	Size       int64     `json:"size"`               // the checkpoint's tree size
+	TreeHash   string    `json:"tree_hash"`          // the checkpoint's tree hash
+	SignedBy   string    `json:"signed_by"`          // the key that signed the checkpoint
+	FirstKey   string    `json:"first_key"`          // the log's first key: the one to pin
+	Pinned     bool      `json:"pinned"`             // the first key was checked against a pin
+	Entries    int64     `json:"entries"`            // lines of entries.jsonl
+	Complete   bool      `json:"complete"`           // the bundle holds the whole log
+	ExportedAt string    `json:"exported_at"`        // from the manifest
+	Generator  string    `json:"generator"`          // from the manifest
+	Filters    string    `json:"filters"`            // from the manifest
+	Erasures   []Erasure `json:"erasures"`           // payloads erased, and by which entry
+	NotKept    []NotKept `json:"not_kept,omitempty"` // payloads the log did not keep, as their entries signed
 	Checks     []*Check  `json:"checks"`
 }
 
@@ -106,6 +107,16 @@ type Erasure struct {
 	ErasedIndex int64  `json:"erased_index"`
 	Time        string `json:"time"` // of the erasure entry
 	Reason      string `json:"reason"`
+}
+
+// A NotKept is a payload the log did not keep, as its entry's signed body
+// says (args_not_kept, result_not_kept): only its salt is in the bundle.
+type NotKept struct {
+	Entry string `json:"entry"` // id of the entry that commits to it
+	Index int64  `json:"index"`
+	Part  string `json:"part"`
+	Size  int64  `json:"size"` // its length in bytes
+	Cap   int64  `json:"cap"`  // the most the log kept of one payload then
 }
 
 // maxProblems bounds the problems a check keeps; Failures counts them all.

@@ -41,7 +41,9 @@
 //   - receipts and outcomes: every outcome follows the receipt that allowed
 //     its call; no denied call has an outcome; no call has two.
 //   - payloads: every argument and result matches its salted commitment;
-//     a tombstone passes only where an erasure entry covers it.
+//     a tombstone passes only where an erasure entry covers it, and a
+//     payload without its data only where its entry signed that the log
+//     did not keep it (over the log's size cap).
 //   - erasures: every erasure entry names commitments its entries made, and
 //     what it erased is gone; erasures are listed as such.
 //
@@ -189,13 +191,14 @@ type seen struct {
 	commit    [sha256.Size]byte // a receipt's args or an outcome's result commitment, if hasCommit
 	hasCommit bool
 	outcomes  uint8 // receipts: outcomes seen for it (counting stops at 2)
-	payload   uint8 // what payloads.jsonl holds for it: payloadNone, payloadData or payloadErased
+	payload   uint8 // what payloads.jsonl holds for it: payloadNone, payloadData, payloadErased or payloadNotKept
 }
 
 const (
 	payloadNone uint8 = iota
 	payloadData
 	payloadErased
+	payloadNotKept // the salt of a payload the log did not keep
 )
 
 // part is the payload part an entry of kind k commits to.
@@ -788,7 +791,10 @@ func checkBody(body any) error {
 		if b.Decision != entry.Allow && b.Decision != entry.Deny && b.Decision != entry.ApprovalRequired {
 			return fmt.Errorf("decision %q is not ALLOW, DENY or APPROVAL_REQUIRED", b.Decision)
 		}
-		return commitment("args", b.Args, false)
+		if err := commitment("args", b.Args, false); err != nil {
+			return err
+		}
+		return checkNotKept("args_not_kept", b.ArgsNotKept)
 	case *entry.Outcome:
 		if b.Status != entry.Succeeded && b.Status != entry.Failed && b.Status != entry.Unknown {
 			return fmt.Errorf("status %q is not SUCCEEDED, FAILED or UNKNOWN", b.Status)
@@ -796,13 +802,40 @@ func checkBody(body any) error {
 		if b.Receipt == "" {
 			return errors.New("no receipt")
 		}
-		return commitment("result", b.Result, true)
+		if err := commitment("result", b.Result, true); err != nil {
+			return err
+		}
+		if b.Result == "" && b.ResultNotKept != nil {
+			return errors.New("result_not_kept, but no result to commit to")
+		}
+		return checkNotKept("result_not_kept", b.ResultNotKept)
 	case *entry.ErasureEvent:
 		for _, x := range b.Erased {
 			if err := commitment("erased commitment", x.Commitment, false); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkNotKept checks what a body says of a payload the log did not keep:
+// it was over the cap.
+func checkNotKept(name string, n *entry.NotKept) error {
+	if n != nil && (n.Cap < 0 || n.Size <= n.Cap) {
+		return fmt.Errorf("%s: a payload of %d bytes is not over a cap of %d", name, n.Size, n.Cap)
+	}
+	return nil
+}
+
+// notKeptOf returns what the body of a receipt or outcome says of a payload
+// the log did not keep: nil when it kept it, or for another body.
+func notKeptOf(body any) *entry.NotKept {
+	switch b := body.(type) {
+	case *entry.Receipt:
+		return b.ArgsNotKept
+	case *entry.Outcome:
+		return b.ResultNotKept
 	}
 	return nil
 }
@@ -864,7 +897,7 @@ func (v *verifier) absorb(it *item, pays *payloadReader) {
 		v.absorbCall(e, rec, it.body, at)
 	}
 	if pays != nil {
-		pays.entry(v, e, rec)
+		pays.entry(v, e, rec, notKeptOf(it.body))
 	}
 }
 
@@ -1081,8 +1114,8 @@ func (p *payloadReader) peek() *PayloadLine {
 }
 
 // entry checks the payload lines of entry e, whose record is c (nil for a
-// duplicate).
-func (p *payloadReader) entry(v *verifier, e *entry.Entry, c *seen) {
+// duplicate); nk is what its body says of a payload the log did not keep.
+func (p *payloadReader) entry(v *verifier, e *entry.Entry, c *seen, nk *entry.NotKept) {
 	for pl := p.peek(); pl != nil && pl.Index < e.Index; pl = p.peek() {
 		p.c.fail(Problem{Index: pl.Index, ID: pl.Entry, File: FilePayloads, Line: p.line,
 			Msg: "a payload for an entry that is not in entries.jsonl here (missing, or out of order)"})
@@ -1091,12 +1124,16 @@ func (p *payloadReader) entry(v *verifier, e *entry.Entry, c *seen) {
 	for pl := p.peek(); pl != nil && pl.Index == e.Index; pl = p.peek() {
 		p.next = nil
 		v.n.payloadLines++
-		v.checkPayload(e, c, pl, p.line)
+		v.checkPayload(e, c, pl, nk, p.line)
 	}
 	if c == nil {
 		return
 	}
-	if c.hasCommit && c.payload == payloadNone {
+	switch {
+	case c.hasCommit && c.payload == payloadNone && nk != nil:
+		p.c.failf(e.Index, e.ID, "payloads.jsonl has no line for the %s, which the entry signed were not kept (%d bytes, over the cap of %d): neither their salt, marked not_kept, nor a tombstone",
+			partName(part(c.kind)), nk.Size, nk.Cap)
+	case c.hasCommit && c.payload == payloadNone:
 		p.c.failf(e.Index, e.ID, "payloads.jsonl has neither the %s it commits to nor a tombstone", part(c.kind))
 	}
 }
@@ -1110,7 +1147,7 @@ func (p *payloadReader) rest(v *verifier) {
 	}
 }
 
-func (v *verifier) checkPayload(e *entry.Entry, c *seen, pl *PayloadLine, line int) {
+func (v *verifier) checkPayload(e *entry.Entry, c *seen, pl *PayloadLine, nk *entry.NotKept, line int) {
 	cp := v.check(CheckPayloads)
 	fail := func(format string, args ...any) {
 		cp.fail(Problem{Index: e.Index, ID: e.ID, File: FilePayloads, Line: line, Msg: fmt.Sprintf(format, args...)})
@@ -1138,11 +1175,16 @@ func (v *verifier) checkPayload(e *entry.Entry, c *seen, pl *PayloadLine, line i
 	}
 	if pl.Erased() {
 		c.payload = payloadErased
-		if pl.Salt != nil || pl.Data != nil {
-			fail("a tombstone that still carries salt or data")
+		if pl.Salt != nil || pl.Data != nil || pl.NotKept {
+			fail("a tombstone that still carries salt, data or not_kept")
 			return
 		}
 		v.tombstones = append(v.tombstones, tombstone{index: e.Index, entry: e.ID, part: pl.Part, erasedBy: pl.ErasedBy, line: line})
+		return
+	}
+	if nk != nil || pl.NotKept {
+		c.payload = payloadNotKept
+		v.checkNotKeptLine(e, pl, nk, fail)
 		return
 	}
 	c.payload = payloadData
@@ -1162,6 +1204,37 @@ func (v *verifier) checkPayload(e *entry.Entry, c *seen, pl *PayloadLine, line i
 	default:
 		v.n.payloadsOK++
 	}
+}
+
+// checkNotKeptLine checks the line of a payload that the entry, or the
+// line, says the log did not keep. The entry's signed body is the
+// authority: a line must say not_kept exactly when it does, and carry the
+// salt and no data. A bundle that carries data the entry says the log did
+// not keep fails, even data that matches the commitment: it is not the
+// log's as signed. Without the data, the commitment cannot be checked here;
+// whoever kept the payload can check it with the salt.
+func (v *verifier) checkNotKeptLine(e *entry.Entry, pl *PayloadLine, nk *entry.NotKept, fail func(string, ...any)) {
+	what := partName(pl.Part)
+	if nk == nil {
+		fail("says the %s were not kept, but the entry signed no %s_not_kept: the log kept them, and the bundle leaves them out", what, pl.Part)
+		return
+	}
+	switch {
+	case pl.Data != nil:
+		fail("carries the %s, which the entry signed the log did not keep (%d bytes, over its cap of %d)", what, nk.Size, nk.Cap)
+		return
+	case !pl.NotKept:
+		fail("neither data nor not_kept, for %s the entry signed were not kept", what)
+		return
+	case pl.Salt == nil:
+		fail("the salt of %s not kept is missing", what)
+		return
+	}
+	if salt, err := base64.StdEncoding.Strict().DecodeString(*pl.Salt); err != nil || len(salt) != entry.SaltSize {
+		fail("salt is not %d bytes of base64", entry.SaltSize)
+		return
+	}
+	v.report.NotKept = append(v.report.NotKept, NotKept{Entry: e.ID, Index: e.Index, Part: pl.Part, Size: nk.Size, Cap: nk.Cap})
 }
 
 func partName(part string) string {
@@ -1410,6 +1483,8 @@ func (v *verifier) finishErasures() {
 			fail("names commitment %s for the %s of %s; the entry signed %s", x.item.Commitment, x.item.Part, x.item.Entry, mustCommitment(cl))
 		case v.payloads && cl.payload == payloadData:
 			fail("erased the %s of %s (entry %d), but payloads.jsonl still holds them", x.item.Part, x.item.Entry, cl.index)
+		case v.payloads && cl.payload == payloadNotKept:
+			fail("erased the %s of %s (entry %d), but payloads.jsonl still holds their salt", x.item.Part, x.item.Entry, cl.index)
 		default:
 			v.report.Erasures = append(v.report.Erasures, Erasure{Entry: x.item.Entry, Index: cl.index, Part: x.item.Part,
 				ErasedBy: x.id, ErasedIndex: x.index, Time: x.time, Reason: x.reason})
@@ -1430,6 +1505,16 @@ func (v *verifier) finishErasures() {
 	}
 
 	cp.Detail = fmt.Sprintf("%d match the commitments their entries signed; %d erased (commitment not checkable, covered by an erasure entry)", v.n.payloadsOK, v.n.erased)
+	if n := len(v.report.NotKept); n > 0 {
+		cp.Detail += fmt.Sprintf("; %d not kept (over the log's size cap, as their entries signed: commitment checkable only with the payload kept elsewhere)", n)
+	}
+	for i, x := range v.report.NotKept {
+		if i == 50 {
+			cp.note("... and %d more not kept", len(v.report.NotKept)-50)
+			break
+		}
+		cp.note("not kept: the %s of entry %d (%s), %d bytes, over the log's cap of %d bytes", x.Part, x.Index, x.Entry, x.Size, x.Cap)
+	}
 	if v.n.payloadLines == 0 {
 		cp.Detail = "no payloads"
 	}
