@@ -91,10 +91,10 @@ func (g *Gate) checkKey(ctx context.Context, c *gateway.Call, args json.RawMessa
 		return idempotent{}, fmt.Errorf("read the outcome of %s: %w", receipt, err)
 	}
 	var result []byte
-	erased := false
+	erased, notKept := false, false
 	for _, p := range s.Payloads {
 		if p.Part == "result" {
-			result, erased = p.Data, p.Erased()
+			result, erased, notKept = p.Data, p.Erased(), p.NotKept != nil
 		}
 	}
 	switch {
@@ -102,6 +102,8 @@ func (g *Gate) checkKey(ctx context.Context, c *gateway.Call, args json.RawMessa
 		return refuse("idempotency:unknown", "the call with this idempotency key (receipt %s) was cut off, and whether it took effect is not known; it is not run twice.", receipt)
 	case erased:
 		return refuse("idempotency:erased", "the call with this idempotency key ran (receipt %s), but its recorded result has been erased.", receipt)
+	case notKept:
+		return refuse("idempotency:not-kept", "the call with this idempotency key ran (receipt %s), but its result was too large for the log to keep, so it cannot be given again; it is not run twice.", receipt)
 	case result == nil:
 		return refuse("idempotency:no-result", "the call with this idempotency key ran (receipt %s) and ended without a result to give again (status %s).", receipt, o.Status)
 	}
