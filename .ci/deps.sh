@@ -32,8 +32,10 @@ NODE_MAJOR=${NODE_MIN%%.*}
 RUN_PKGS=(gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev
 	libxinerama-dev libxi-dev libxxf86vm-dev libgl1-mesa-dri)
 # test: a virtual display and screenshots for the GUI tests, a private D-Bus
-# session with gnome-keyring for the keychain tests, tmux for terminal tests.
-TEST_PKGS=(xvfb xauth dbus dbus-x11 gnome-keyring libsecret-tools imagemagick xdotool tmux)
+# session with gnome-keyring for the keychain tests, tmux for terminal tests,
+# Python for the test that reads every message as Python's json does (Node,
+# the other reader, comes with the npm peers below).
+TEST_PKGS=(xvfb xauth dbus dbus-x11 gnome-keyring libsecret-tools imagemagick xdotool tmux python3)
 # package: the Windows cross build (MinGW-w64, windres) and installer (NSIS),
 # zip, and what packaging/check.sh uses: a Debian root to install the .deb
 # into, rpm, desktop-file-validate, xmllint, and Wine to run the Windows
