@@ -473,6 +473,9 @@ func (r *relay) unreadableFromServer(head []byte, why string) {
 	if req == nil {
 		return
 	}
+	// why may quote the server (a member name it repeated): the client
+	// is told it with the session's secrets redacted, like all the rest.
+	why = r.secrets.redactor().redactText(why)
 	if req.method == "tools/list" && r.gov != nil {
 		r.sess.hold("its last tool listing could not be read one way: " + why)
 	}

@@ -355,8 +355,8 @@ func (c *remoteConn) emit(data []byte, want map[string]bool, initialize bool) er
 	}
 	msgs, _, err := parseFrame(line.Bytes())
 	if err != nil {
-		c.log.Warn("dropped a message from the server that is not JSON-RPC", slog.Any("err", err))
-		return nil
+		// The relay refuses it too, and answers the request it was for.
+		return c.writeLine(line.Bytes())
 	}
 	for _, m := range msgs {
 		if m.kind == kindResponse {
