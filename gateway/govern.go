@@ -185,7 +185,7 @@ func (s *sessionState) noteTools(result Value) []*Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if why != "" {
-		s.held = "its last tool listing could not be read one way: " + why
+		s.held = "the tool definitions in its last listing could not be read one way: " + why
 		return nil
 	}
 	s.held = ""

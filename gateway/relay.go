@@ -477,7 +477,7 @@ func (r *relay) unreadableFromServer(head []byte, why string) {
 	// is told it with the session's secrets redacted, like all the rest.
 	why = r.secrets.redactor().redactText(why)
 	if req.method == "tools/list" && r.gov != nil {
-		r.sess.hold("its last tool listing could not be read one way: " + why)
+		r.sess.hold("the tool definitions in its last listing could not be read one way: " + why)
 	}
 	r.reply(req, failureResponse(req.id, req.method, why), &Outcome{Status: StatusFailed, Duration: time.Since(req.start)})
 }
