@@ -33,7 +33,7 @@ func TestLeakedAnyForm(t *testing.T) {
 		{"raw", `{"text":"` + v + `"}`, true},
 		{"percent, upper hex", `{"text":"t=` + percentEncoded(v, "%%%02X") + `"}`, true},
 		{"percent, lower hex", `{"text":"t=` + percentEncoded(v, "%%%02x") + `"}`, true},
-		{"percent, mixed", `{"text":"t=%73K-eval-%61bcdefghijklmnop"}`, false}, // another value: K is not k
+		{"percent, some bytes, another value (K for k)", `{"text":"t=%73K-eval-%61bcdefghijklmnop"}`, false},
 		{"percent, some bytes", `{"text":"t=%73k-eval-%61bcdefghijklmnop"}`, true},
 		{"JSON in a text item, in \\u escapes", `{"content":[{"type":"text","text":"{\"token\":\"\\u0073\\u006b-eval-abcdefghijklmnop\"}"}]}`, true},
 		{"JSON in JSON in a text item", `{"text":"[\"{\\\"t\\\":\\\"\\\\u0073k-eval-abcdefghijklmnop\\\"}\"]"}`, true},
