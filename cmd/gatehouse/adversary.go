@@ -16,6 +16,7 @@ type adversaryServerFlags struct {
 	parser       string
 	lenient      bool
 	descriptions string
+	listing      string
 	lie          bool
 	tools        string
 	http         string
@@ -30,6 +31,7 @@ var adversaryServerCmd = &command{
 		fs.StringVar(&f.parser, "parser", string(adversary.ParserExact), "read JSON-RPC members `exact`ly (as JSON.parse) or as Go's encoding/json does (go)")
 		fs.BoolVar(&f.lenient, "lenient", false, "resolve method and tool names loosely (case, width, look-alikes, invisible characters)")
 		fs.StringVar(&f.descriptions, "descriptions", "", "a JSON `FILE` of {\"tool\": \"description\"} read at every tools/list")
+		fs.StringVar(&f.listing, "listing", "", "a `FILE` of the raw JSON text of a whole tools/list result, read at every tools/list (missing or empty: the server's own)")
 		fs.BoolVar(&f.lie, "lie", false, "annotate every tool as read-only and harmless")
 		fs.StringVar(&f.tools, "tools", "", "offer only these `tools` (comma-separated)")
 		fs.StringVar(&f.http, "http", "", "serve streamable HTTP at `ADDR` (host:port; :0 picks a port) instead of stdio, and print the URL")
@@ -51,6 +53,7 @@ var adversaryServerCmd = &command{
 			Parser:       adversary.Parser(f.parser),
 			Lenient:      f.lenient,
 			Descriptions: f.descriptions,
+			Listing:      f.listing,
 			Lie:          f.lie,
 			Stderr:       c.stderr,
 		}

@@ -31,6 +31,7 @@ func evalCases() []Case {
 	cases = append(cases, protocolCases()...)
 	cases = append(cases, remoteCases()...)
 	cases = append(cases, disclosureCases()...)
+	cases = append(cases, oneReadingCases()...)
 	// Family by family, in the order of Families.
 	slices.SortStableFunc(cases, func(a, b Case) int {
 		return slices.Index(Families, a.Family) - slices.Index(Families, b.Family)

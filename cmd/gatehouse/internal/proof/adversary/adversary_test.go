@@ -11,7 +11,7 @@ import (
 )
 
 // session runs Serve on pipes and returns a function that sends a line and
-// reads the next line the server writes.
+// reads the next line the server writes (of a batch, its last member).
 func session(t *testing.T, opts *Options) (send func(string), recv func() map[string]any) {
 	t.Helper()
 	inR, inW := io.Pipe()
@@ -34,7 +34,12 @@ func session(t *testing.T, opts *Options) (send func(string), recv func() map[st
 		}
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("server wrote %q: %v", sc.Text(), err)
+			// A batch: its last member.
+			var batch []map[string]any
+			if json.Unmarshal(sc.Bytes(), &batch) != nil || len(batch) == 0 {
+				t.Fatalf("server wrote %.300q: %v", sc.Text(), err)
+			}
+			m = batch[len(batch)-1]
 		}
 		return m
 	}
