@@ -436,7 +436,7 @@ func (r *relay) fromServer(frame []byte) {
 			r.noteTools(b)
 		}
 		if req != nil && req.governed {
-			outcomes = append(outcomes, done{req, b, found})
+			outcomes = append(outcomes, done{req, bytes.Clone(b), found}) // the frame's buffer is reused
 		}
 		out = append(out, b)
 	}
