@@ -3,26 +3,56 @@
 // everything between them.
 //
 // A [Proxy] speaks MCP over stdio to its client, starts the server as a child
-// process, and relays JSON-RPC messages both ways at the message level: each
-// message is forwarded as the bytes that arrived, so both protocol eras
+// process (or opens a session with a remote one), and relays JSON-RPC
+// messages both ways at the message level, so both protocol eras
 // (initialize up to 2025-11-25, the stateless 2026-07-28 with its
 // server/discover probe), every method, notification and server-to-client
 // request (sampling, elicitation, roots), and every field the proxy does not
 // know pass unchanged. Tools keep their names.
 //
-// The proxy answers for itself only where relaying cannot: a line that is not
-// JSON-RPC gets a parse or invalid-request error and reading goes on; a
-// message over the size limit is refused with an error naming the limit; a
-// server that cannot start, or exits, fails every request in flight and every
-// later one with an error that says so, so the client never waits forever. A
-// refused or failed tools/call is answered as a tool result with isError set,
-// which the model reads; other methods get a JSON-RPC error.
+// # One reading
 //
-// With a governor, the proxy also refuses from the client what a server could
-// read as another call than the one the gate judged (a JSON-RPC member given
-// twice or in another case, a method that only looks like tools/call; see
-// strict.go), and drops an answer from the server to a request it was never
-// sent (one the gate holds or refused), which would pass for the call's.
+// Every message, in both directions, is read once, by [ReadValue]: exact
+// member names, no member given twice (or twice once case and width are
+// folded), UTF-8 only, numbers within float64's range, nesting bounded
+// without recursion. What it cannot read that way is not relayed. What is
+// relayed is the bytes that were read, or, where the gate changed a call's
+// arguments or redacted a secret, those bytes with exactly that part
+// rewritten: nothing crosses that the gate has not read.
+//
+// With a governor, the proxy also refuses from the client what a server
+// could run as another call than the one the gate judged (see strict.go):
+// a batch with any invalid member, a tools/call without an id, a method
+// that is not MCP's unless its name is plain and no folding makes it
+// tools/call, tools/call params with a member only a case-folding reader
+// takes for the gate's.
+//
+// # One object per request
+//
+// Each request from the client is a request object, registered under the
+// relay's lock when it arrives and taken off by whatever answers it, once:
+// the server (only after it was sent the request), the gate (a refusal), a
+// timeout, the client's cancellation, or the server going away. An answer
+// from the server to a request it was not sent is dropped. A governed call's
+// life, from decision to outcome, reads top to bottom in govern.go.
+//
+// # Secrets
+//
+// Every message to the client, the server's stderr and the proxy's own log
+// lines have the session's secrets redacted: the values the server was
+// started with and every vault value the gate resolved into a call in this
+// session, as they are and in their common encodings (see redact.go).
+//
+// # Bounds
+//
+// A line that is not JSON-RPC gets a parse or invalid-request error and
+// reading goes on; a message over the size limit is refused with an error
+// naming the limit; a governed call the server does not answer within
+// [Options.CallTimeout] ends with an isError and an UNKNOWN outcome; a server
+// that cannot start, or exits, fails every request in flight and every later
+// one with an error that says so, so the client never waits forever. A
+// refused or failed tools/call is answered as a tool result with isError
+// set, which the model reads; other methods get a JSON-RPC error.
 //
 // Stopping is bounded: when the client goes away the server's stdin is closed,
 // then it is sent SIGTERM, then killed with its process group.
