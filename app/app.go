@@ -72,11 +72,14 @@
 // for a tool whose definition changed since the user accepted it, what
 // changed. Six answers: deny, allow once, for the proxy session, for some
 // minutes, always, always deny. Requests that arrive meanwhile queue in the
-// same window ("1 of 3 waiting"); one whose proxy went away leaves it, and
-// the window says so. A countdown says when the proxy stops waiting (as the
-// request says, else 45 seconds, the gate's default) and tells the agent to
-// retry; it stops as soon as the person touches the window, and the request
-// stays: an answer given later applies to the agent's next identical call.
+// same window ("1 of 3 waiting"), one per proxy session at a time (the
+// approval server holds a session's next request until its turn, so that
+// one agent's many calls do not bury another's); one whose proxy went away
+// leaves it, and the window says so. A countdown says when the proxy stops
+// waiting (as the request says, else 45 seconds, the gate's default) and
+// tells the agent to retry; it stops as soon as the person touches the
+// window, and the request stays: an answer given later applies to the
+// agent's next identical call.
 // The answers stay disabled for a moment each time a request comes on
 // screen, so a click meant for another window answers nothing.
 //

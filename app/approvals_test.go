@@ -36,6 +36,14 @@ var deleteBranch = approval.Request{
 	Session:     "s-1",
 }
 
+// fromSession returns req as another proxy session asks it. The approval
+// server shows each session one request at a time, so requests on screen
+// together come from several sessions.
+func fromSession(req approval.Request, session string) approval.Request {
+	req.Session = session
+	return req
+}
+
 // approverHarness is the UI serving approvals on a real socket, with a
 // clock the test moves.
 type approverHarness struct {
@@ -297,7 +305,7 @@ func TestApprovalQueue(t *testing.T) {
 	h := newApprover(t, nil)
 	var answers []<-chan asked
 	for _, tool := range []string{"delete_branch", "merge_pull_request", "create_release"} {
-		req := deleteBranch
+		req := fromSession(deleteBranch, "s-"+tool)
 		req.Tool = tool
 		answers = append(answers, h.ask(context.Background(), req))
 	}
@@ -345,7 +353,7 @@ func TestApprovalNewRequestKeepsTheScreen(t *testing.T) {
 	h := newApprover(t, nil)
 	h.ask(context.Background(), deleteBranch)
 	h.arm()
-	req := deleteBranch
+	req := fromSession(deleteBranch, "s-2")
 	req.Tool = "merge_pull_request"
 	h.ask(context.Background(), req)
 	screen := h.approvalScreen()
@@ -378,7 +386,7 @@ func TestApprovalWithdraw(t *testing.T) {
 		h := newApprover(t, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		h.ask(ctx, deleteBranch)
-		req := deleteBranch
+		req := fromSession(deleteBranch, "s-2")
 		req.Tool = "merge_pull_request"
 		h.ask(context.Background(), req)
 		cancel()
@@ -390,7 +398,7 @@ func TestApprovalWithdraw(t *testing.T) {
 	t.Run("not on screen", func(t *testing.T) {
 		h := newApprover(t, nil)
 		h.ask(context.Background(), deleteBranch)
-		req := deleteBranch
+		req := fromSession(deleteBranch, "s-2")
 		req.Tool = "merge_pull_request"
 		ctx, cancel := context.WithCancel(context.Background())
 		h.ask(ctx, req)
@@ -559,6 +567,7 @@ func TestApprovalNotification(t *testing.T) {
 
 	// Gatehouse in front: the window is enough.
 	h.ui.foreground = true
+	req = fromSession(req, "s-2")
 	req.Tool = "merge_pull_request"
 	h.ask(context.Background(), req)
 	if len(a.notes) != 1 {
@@ -570,7 +579,7 @@ func TestApprovalTray(t *testing.T) {
 	a := &trayApp{App: test.NewTempApp(t), quit: make(chan struct{}, 1)}
 	h := newApprover(t, a)
 	got := h.ask(context.Background(), deleteBranch)
-	req := deleteBranch
+	req := fromSession(deleteBranch, "s-2")
 	req.Tool = "merge_pull_request"
 	got2 := h.ask(context.Background(), req)
 	if labels, want := menuLabels(a.menu), []string{"No servers protected yet", "0 calls today", "2 approvals waiting", "Open approvals", "---",
@@ -618,7 +627,7 @@ func TestMainWindowApprovals(t *testing.T) {
 	assertHides(t, h.screen(), "waiting for your approval")
 	h.ask(context.Background(), deleteBranch)
 	assertShows(t, h.screen(), "A tool call is waiting for your approval")
-	req := deleteBranch
+	req := fromSession(deleteBranch, "s-2")
 	req.Tool = "merge_pull_request"
 	h.ask(context.Background(), req)
 	assertShows(t, h.screen(), "2 tool calls are waiting for your approval")
@@ -889,14 +898,15 @@ func TestApprovalCountsDownTheProxysWait(t *testing.T) {
 	assertShows(t, h.approvalScreen(), "The agent was told approval is pending")
 }
 
-// TestApprovalBurst queues fifty requests that arrive at once: each is
-// shown in turn, none is lost, and each answer reaches its proxy.
+// TestApprovalBurst queues fifty requests that arrive at once, from fifty
+// sessions: each is shown in turn, none is lost, and each answer reaches its
+// proxy.
 func TestApprovalBurst(t *testing.T) {
 	const n = 50
 	h := newApprover(t, nil)
 	var answers []<-chan asked
 	for i := range n {
-		req := deleteBranch
+		req := fromSession(deleteBranch, fmt.Sprintf("s-%02d", i))
 		req.Args = json.RawMessage(fmt.Sprintf(`{"owner":"acme","repo":"site","branch":"feature-%02d"}`, i))
 		answers = append(answers, h.ask(context.Background(), req))
 	}

@@ -46,9 +46,11 @@ tool) and reads the answer, one per line:
   d  deny          deny this call
   D  always-deny   deny this tool from now on
 
-Requests that arrive meanwhile wait in a queue. When stdin is not a
-terminal, lines read ahead answer the next requests in turn. --auto answers
-every request by itself (for demonstrations and tests) and prints each.
+Requests that arrive meanwhile wait in a queue, one per proxy session at a
+time: a session's next request joins it once the one before is answered or
+withdrawn, so the sessions take turns. When stdin is not a terminal, lines
+read ahead answer the next requests in turn. --auto answers every request by
+itself (for demonstrations and tests) and prints each.
 Ctrl-C stops it; calls still waiting are then denied.`,
 	flags: flagged(func(fs *flag.FlagSet, f *approvalsFlags) {
 		fs.StringVar(&f.auto, "auto", "", "answer every request with `once` or deny, without asking")

@@ -146,7 +146,11 @@ func TestApprovalsInteractive(t *testing.T) {
 		`#1: \[o\]nce \[s\]ession \[m\]inutes N \[a\]lways \[d\]eny \[D\] always deny\? $`)
 
 	ctx2, leave := context.WithCancel(context.Background())
-	second := ask(ctx2, approvalCall(`{"title":"Other"}`))
+	// Another session's request queues behind the one on screen (one
+	// session's next request waits for its turn instead).
+	other := approvalCall(`{"title":"Other"}`)
+	other.Session = "s2"
+	second := ask(ctx2, other)
 	stdout.expect(t, `\(queued #2: claude-code → github\.create_issue; 2 waiting\)`)
 
 	type_("x")

@@ -50,6 +50,44 @@
 // lasting scope (session, minutes, always, always-deny) is the job of the
 // proxy that receives it.
 //
+// # Fairness
+//
+// Many agents may ask at once, and one of them may send far more calls than
+// a person can answer. Two things keep one session (one proxy's session,
+// [Request.Session]) from crowding out the others:
+//
+//   - A bound per session, [Options.MaxOpenPerSession] (10 by default). A
+//     session's next request past it is rejected at once ([ErrRejected],
+//     with an error that names the limit and says it is this session's);
+//     other sessions' are still accepted and shown. [Options.MaxOpen] (100
+//     by default) bounds all sessions together, as a last resort.
+//   - Turns. The approver shows a session one request at a time: its next
+//     one (oldest first) is shown when the person answered that one, or it
+//     was withdrawn, and so it comes after the requests other sessions had
+//     on screen by then. An approver that presents requests in the order
+//     they were shown, as the tray app's window and `gatehouse approvals`
+//     do, takes the sessions in turn: a session that sent ten calls does
+//     not put ten of its own before another session's one. [Server.Requests]
+//     lists every open request, those waiting for their turn too.
+//
+// A request counts against every session that wants its answer: one whose
+// proxy waits for it, or whose proxy stopped waiting (it got [ErrPending])
+// while the request stays open for that session's next identical call, until
+// that proxy's [Request.Expires]. So a session that joins a request another
+// session asked (same Key) pays one of its own places for it, and a request
+// stops counting against a session as soon as that session no longer wants
+// it, even while others still do: no session can fill another's places, or
+// keep them filled by waiting on its requests. An identical call from a
+// session that already wants the request (the agent calling again after
+// "approval pending") costs nothing more, and is accepted at the bound: that
+// is how the agent gets the answer. A request several sessions want is
+// shown on the turn of the first of them with nothing on screen, the
+// session that asked first if it can.
+//
+// The session is what the proxy says it is. A program of the user that is not
+// a Gatehouse proxy can name any session it likes; the bound per session is
+// fairness between proxies, and MaxOpen is what holds against such a program.
+//
 // # Wire protocol
 //
 // Each message is one line of JSON (newline-delimited, UTF-8, at most

@@ -916,6 +916,7 @@ func TestLargeRequestsAreCut(t *testing.T) {
 	// Quotes double in a JSON string: the cut must count the escapes.
 	big := `{"text":"` + strings.Repeat(`\"é`, MaxArgs) + `","z":`
 	reqA, reqB := call(big+`1}`), call(big+`2}`)
+	reqB.Session = "s2" // shown beside reqA, not after it
 	reqA.Description = strings.Repeat("ü", MaxDescription)
 	reqA.Change = &Change{Old: json.RawMessage(`{"description":"old"}`), New: json.RawMessage(`{"description":"` + strings.Repeat("n", 2*MaxArgs) + `"}`)}
 	reqA.Tool = strings.Repeat("t", 2*maxField)

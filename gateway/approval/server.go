@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -17,8 +18,12 @@ import (
 // A UI shows open requests to a person. The [Server] calls it from one
 // goroutine, in order, never with a lock held: it may call [Server.Decide]
 // from inside Show (an automatic approver does).
+//
+// The server shows a session at most one request at a time, so a UI that
+// presents its requests in the order they were shown takes the sessions in
+// turn (see "Fairness" in the package doc).
 type UI interface {
-	// Show presents a request that was just opened. Calls asking with the
+	// Show presents an open request whose turn came. Calls asking with the
 	// same Key while it is open join it and are not shown again.
 	Show(req Request)
 	// Withdraw removes the request with the given ID (as shown): every
@@ -35,8 +40,13 @@ type Options struct {
 	// Keep is how long an answer given after every asker stopped waiting
 	// is kept for the next identical call. Zero means 10 minutes.
 	Keep time.Duration
-	// MaxOpen bounds the open requests; more are rejected. Zero means 100.
+	// MaxOpen bounds the open requests of all sessions together; more are
+	// rejected. Zero means 100.
 	MaxOpen int
+	// MaxOpenPerSession bounds the open requests one proxy session wants
+	// answered (see "Fairness" in the package doc); its next one is
+	// rejected, and other sessions' are not. Zero means 10.
+	MaxOpenPerSession int
 	// Logger receives the server's log, in a group "approval". Nil
 	// discards it. It never holds arguments.
 	Logger *slog.Logger
@@ -44,6 +54,10 @@ type Options struct {
 
 // Bounds of the server side.
 const (
+	// defaultMaxOpen and defaultMaxOpenPerSession are the defaults of
+	// Options.MaxOpen and Options.MaxOpenPerSession.
+	defaultMaxOpen           = 100
+	defaultMaxOpenPerSession = 10
 	// defaultLinger and maxLinger bound Request.Expires, counted from when
 	// the last asker stopped waiting.
 	defaultLinger = 10 * time.Minute
@@ -59,13 +73,14 @@ const (
 // [NewServer], run it with [Server.Serve], and answer its requests with
 // [Server.Decide].
 type Server struct {
-	ui      UI
-	name    string
-	keep    time.Duration
-	maxOpen int
-	log     *slog.Logger
-	started atomic.Bool
-	wake    chan struct{} // cap 1: events were queued
+	ui         UI
+	name       string
+	keep       time.Duration
+	maxOpen    int
+	maxSession int // open requests per session
+	log        *slog.Logger
+	started    atomic.Bool
+	wake       chan struct{} // cap 1: events were queued
 
 	mu      sync.Mutex
 	open    map[string]*entry // by Key; guarded by mu
@@ -78,12 +93,64 @@ type Server struct {
 }
 
 // An entry is one open request, and the connections waiting for its answer.
+// It counts against each session that wants its answer: a session with a
+// connection in waiters, or one in lingers until its time.
 type entry struct {
-	req     Request // as shown
+	req     Request // as shown (or to be shown)
 	seq     uint64
 	waiters map[*conn]bool
-	until   time.Time   // open until then once nobody waits
-	timer   *time.Timer // fires at until
+	// lingers holds the sessions whose askers stopped waiting, each with
+	// until when it stays open for that session's next identical call.
+	lingers map[string]time.Time
+	timer   *time.Timer // fires when the last linger ends
+	shown   bool        // the UI has it
+	turn    string      // the session whose turn it was shown on
+}
+
+// until returns when the entry closes once nobody waits: when its last
+// linger ends.
+func (e *entry) until() time.Time {
+	var t time.Time
+	for _, u := range e.lingers {
+		if u.After(t) {
+			t = u
+		}
+	}
+	return t
+}
+
+// wantedBy reports whether session wants the answer of e at now: one of its
+// connections waits on it, or one stopped waiting and its linger lasts.
+func (e *entry) wantedBy(session string, now time.Time) bool {
+	if now.Before(e.lingers[session]) {
+		return true
+	}
+	for c := range e.waiters {
+		if c.session == session {
+			return true
+		}
+	}
+	return false
+}
+
+// wanters returns the sessions that want the answer of e at now: the
+// session it is asked for first, then the others in order.
+func (e *entry) wanters(now time.Time) []string {
+	var ss []string
+	for c := range e.waiters {
+		ss = append(ss, c.session)
+	}
+	for session, until := range e.lingers {
+		if now.Before(until) {
+			ss = append(ss, session)
+		}
+	}
+	slices.Sort(ss)
+	ss = slices.Compact(ss)
+	if i := slices.Index(ss, e.req.Session); i > 0 {
+		ss = slices.Insert(slices.Delete(ss, i, i+1), 0, e.req.Session)
+	}
+	return ss
 }
 
 // A kept answer waits for the next identical call.
@@ -121,16 +188,17 @@ func NewServer(ui UI, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{
-		ui:      ui,
-		name:    opts.Approver,
-		keep:    opts.Keep,
-		maxOpen: opts.MaxOpen,
-		log:     opts.Logger,
-		wake:    make(chan struct{}, 1),
-		open:    map[string]*entry{},
-		byID:    map[string]*entry{},
-		kept:    map[string]*kept{},
-		conns:   map[*conn]bool{},
+		ui:         ui,
+		name:       opts.Approver,
+		keep:       opts.Keep,
+		maxOpen:    opts.MaxOpen,
+		maxSession: opts.MaxOpenPerSession,
+		log:        opts.Logger,
+		wake:       make(chan struct{}, 1),
+		open:       map[string]*entry{},
+		byID:       map[string]*entry{},
+		kept:       map[string]*kept{},
+		conns:      map[*conn]bool{},
 	}
 	if s.name == "" {
 		s.name = "approver"
@@ -139,7 +207,10 @@ func NewServer(ui UI, opts *Options) *Server {
 		s.keep = 10 * time.Minute
 	}
 	if s.maxOpen <= 0 {
-		s.maxOpen = 100
+		s.maxOpen = defaultMaxOpen
+	}
+	if s.maxSession <= 0 {
+		s.maxSession = defaultMaxOpenPerSession
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -217,6 +288,7 @@ func (s *Server) Decide(ref string, scope Scope, minutes int) error {
 		return fmt.Errorf("decide %s: %w", ref, ErrNotOpen)
 	}
 	s.removeLocked(e)
+	defer s.showTurnsLocked()
 	s.log.Debug("decided", slog.String("id", e.req.ID), slog.String("scope", string(scope)),
 		slog.Int("waiting", len(e.waiters)))
 	if len(e.waiters) == 0 {
@@ -236,7 +308,7 @@ func (s *Server) Decide(ref string, scope Scope, minutes int) error {
 		c.decision <- dc // cap 1, and answered once
 	}
 	if len(rest) > 0 {
-		s.reopenLocked(e, rest)
+		s.reopenLocked(e, served, rest)
 	}
 	return nil
 }
@@ -275,8 +347,9 @@ func covered(e *entry, scope Scope) (served, rest map[*conn]bool) {
 }
 
 // reopenLocked opens the request of e again for the waiters an answer did
-// not cover, and shows it.
-func (s *Server) reopenLocked(e *entry, waiters map[*conn]bool) {
+// not cover, to be shown again when its turn comes. The sessions whose calls
+// the answer served want it no more, unless they still wait.
+func (s *Server) reopenLocked(e *entry, served, waiters map[*conn]bool) {
 	var first *conn
 	for c := range waiters {
 		if first == nil || c.id < first.id {
@@ -284,20 +357,69 @@ func (s *Server) reopenLocked(e *entry, waiters map[*conn]bool) {
 		}
 	}
 	s.seq++
-	ne := &entry{req: e.req, seq: s.seq, waiters: waiters, until: e.until}
+	ne := &entry{req: e.req, seq: s.seq, waiters: waiters, lingers: maps.Clone(e.lingers)}
+	for c := range served {
+		delete(ne.lingers, c.session)
+	}
 	ne.req.ID, ne.req.Session = first.id, first.session
 	for c := range waiters {
 		c.e = ne
 	}
 	s.open[ne.req.Key] = ne
 	s.byID[ne.req.ID] = ne
-	shown := ne.req
-	s.queueLocked(func(ui UI) { ui.Show(shown) })
-	s.log.Debug("shown again for identical calls the answer did not cover", slog.String("id", ne.req.ID),
+	s.log.Debug("open again for identical calls the answer did not cover", slog.String("id", ne.req.ID),
 		slog.Int("waiting", len(waiters)))
 }
 
-// Requests returns the open requests, oldest first.
+// showTurnsLocked shows the open requests whose turn came. A session has at
+// most one request on screen: its next one, oldest first, is shown when that
+// one is answered or withdrawn, after those other sessions had on screen
+// already. A request several sessions want is shown on the turn of the
+// first of them that has none on screen, the session it was asked for
+// first.
+func (s *Server) showTurnsLocked() {
+	if s.stopped {
+		return
+	}
+	now := time.Now()
+	busy := map[string]bool{}
+	var waiting []*entry
+	for _, e := range s.open {
+		if e.shown {
+			busy[e.turn] = true
+		} else {
+			waiting = append(waiting, e)
+		}
+	}
+	slices.SortFunc(waiting, func(a, b *entry) int { return cmp.Compare(a.seq, b.seq) })
+	for _, e := range waiting {
+		ws := e.wanters(now)
+		i := slices.IndexFunc(ws, func(session string) bool { return !busy[session] })
+		if i < 0 {
+			continue
+		}
+		e.shown, e.turn = true, ws[i]
+		busy[e.turn] = true
+		shown := e.req
+		s.queueLocked(func(ui UI) { ui.Show(shown) })
+		s.log.Debug("shown", slog.String("id", shown.ID))
+	}
+}
+
+// openForLocked returns how many open requests session wants answered at
+// now.
+func (s *Server) openForLocked(session string, now time.Time) int {
+	n := 0
+	for _, e := range s.open {
+		if e.wantedBy(session, now) {
+			n++
+		}
+	}
+	return n
+}
+
+// Requests returns the open requests, oldest first: those shown, and those
+// that wait for their session's turn.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -469,22 +591,33 @@ func (s *Server) ask(c *conn, req *Request) *message {
 		return &message{Type: typeDecision, Decision: &d}
 	}
 	e := s.open[req.Key]
+	if e == nil || !e.wantedBy(req.Session, now) {
+		// Joining a request another session wants counts against this
+		// session too: it waits on it.
+		if n := s.openForLocked(req.Session, now); n >= s.maxSession {
+			s.log.Debug("refused: the session is at its bound", slog.String("id", req.ID), slog.Int("open", n))
+			return &message{Type: typeError, Error: fmt.Sprintf(
+				"this session has reached its limit of %d open approval requests: wait for a person to answer them, then call again",
+				s.maxSession)}
+		}
+	}
 	if e == nil {
 		if len(s.open) >= s.maxOpen {
-			return &message{Type: typeError, Error: fmt.Sprintf("too many open requests (%d)", s.maxOpen)}
+			return &message{Type: typeError, Error: fmt.Sprintf(
+				"the approver has reached its limit of %d open approval requests from all sessions: wait for a person to answer them, then call again",
+				s.maxOpen)}
 		}
 		if s.byID[req.ID] != nil {
 			return &message{Type: typeError, Error: "duplicate request id"}
 		}
 		s.seq++
-		e = &entry{req: *req, seq: s.seq, waiters: map[*conn]bool{}}
+		e = &entry{req: *req, seq: s.seq, waiters: map[*conn]bool{}, lingers: map[string]time.Time{}}
 		s.open[req.Key] = e
 		s.byID[req.ID] = e
-		shown := *req
-		s.queueLocked(func(ui UI) { ui.Show(shown) })
 		s.log.Debug("request", slog.String("id", req.ID), slog.String("server", req.Server),
 			slog.String("tool", req.Tool), slog.String("client", req.Client))
 	}
+	defer s.showTurnsLocked()
 	linger := req.Expires
 	if linger.IsZero() {
 		linger = now.Add(defaultLinger)
@@ -508,8 +641,8 @@ func (s *Server) detach(c *conn) bool {
 	}
 	delete(e.waiters, c)
 	c.e = nil
-	if c.linger.After(e.until) {
-		e.until = c.linger
+	if c.linger.After(e.lingers[c.session]) {
+		e.lingers[c.session] = c.linger
 	}
 	s.reapLocked(e)
 	return true
@@ -534,7 +667,7 @@ func (s *Server) reapLocked(e *entry) {
 	if s.open[e.req.Key] != e || len(e.waiters) > 0 {
 		return
 	}
-	if wait := time.Until(e.until); wait > 0 && !s.stopped {
+	if wait := time.Until(e.until()); wait > 0 && !s.stopped {
 		if e.timer != nil {
 			e.timer.Stop()
 		}
@@ -547,8 +680,11 @@ func (s *Server) reapLocked(e *entry) {
 	}
 	s.removeLocked(e)
 	id := e.req.ID
-	s.log.Debug("withdrawn", slog.String("id", id))
-	s.queueLocked(func(ui UI) { ui.Withdraw(id) })
+	s.log.Debug("withdrawn", slog.String("id", id), slog.Bool("shown", e.shown))
+	if e.shown {
+		s.queueLocked(func(ui UI) { ui.Withdraw(id) })
+	}
+	s.showTurnsLocked()
 }
 
 func (s *Server) removeLocked(e *entry) {

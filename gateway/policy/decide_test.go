@@ -195,6 +195,9 @@ decision = "DENY"
 		{"dot-dot escape", paths, Call{Server: "fs", Tool: "write_file", Args: []byte(`{"path":"/home/me/projects/../.ssh/authorized_keys"}`), Known: true}, ApprovalRequired, "fs-write"},
 		{"dot-dot that stays inside", paths, Call{Server: "fs", Tool: "write_file", Args: []byte(`{"path":"/home/me/projects/a/../b"}`), Known: true}, ApprovalRequired, "fs-write"},
 		{"backslash dot-dot", paths, Call{Server: "fs", Tool: "write_file", Args: []byte(`{"path":"/home/me/projects\\..\\.ssh\\x"}`), Known: true}, ApprovalRequired, "fs-write"},
+		{"backslash: a file beside the folder", paths, Call{Server: "fs", Tool: "write_file", Args: []byte(`{"path":"/home/me/projects\\evil"}`), Known: true}, ApprovalRequired, "fs-write"},
+		{"another case", paths, Call{Server: "fs", Tool: "write_file", Args: []byte(`{"path":"/home/me/Projects/x"}`), Known: true}, ApprovalRequired, "fs-write"},
+		{"percent-encoded dot-dot", paths, Call{Server: "fs", Tool: "write_file", Args: []byte(`{"path":"/home/me/projects/%2e%2e/.ssh/x"}`), Known: true}, ApprovalRequired, "fs-write"},
 		{"prefix trick", paths, Call{Server: "fs", Tool: "write_file", Args: []byte(`{"path":"/home/me/projects-evil/x"}`), Known: true}, ApprovalRequired, "fs-write"},
 		{"relative path", paths, Call{Server: "fs", Tool: "write_file", Args: []byte(`{"path":"projects/x"}`), Known: true}, ApprovalRequired, "fs-write"},
 		{"tilde", paths, Call{Server: "fs", Tool: "write_file", Args: []byte(`{"path":"~/projects/x"}`), Known: true}, ApprovalRequired, "fs-write"},
@@ -213,6 +216,8 @@ decision = "DENY"
 		{"deny, key in another case", paths, Call{Server: "fs", Tool: "read_file", Args: []byte(`{"Path":"/home/me/.ssh/id"}`), Known: true}, Deny, "fs-ssh-read"},
 		{"deny, invalid JSON", paths, Call{Server: "fs", Tool: "read_file", Args: []byte(`{"path":`), Known: true}, Deny, "fs-ssh-read"},
 		{"deny, invalid UTF-8", paths, Call{Server: "fs", Tool: "read_file", Args: []byte("{\"path\":\"/home/me/\xff\"}"), Known: true}, Deny, "fs-ssh-read"},
+		{"deny, backslash", paths, Call{Server: "fs", Tool: "read_file", Args: []byte(`{"path":"/home/me/.ssh\\id"}`), Known: true}, Deny, "fs-ssh-read"},
+		{"deny, another case", paths, Call{Server: "fs", Tool: "read_file", Args: []byte(`{"path":"/home/me/.SSH/id"}`), Known: true}, Deny, "fs-ssh-read"},
 		{"deny, network path", paths, Call{Server: "fs", Tool: "read_file", Args: []byte(`{"path":"//home/me/.ssh/id"}`), Known: true}, Deny, "fs-ssh-read"},
 		{"deny, the folder itself", paths, Call{Server: "fs", Tool: "read_file", Args: []byte(`{"path":"/home/me/.ssh"}`), Known: true}, Deny, "fs-ssh-read"},
 		{"deny, missing argument does not apply", paths, Call{Server: "fs", Tool: "read_file", Args: []byte(`{}`), Known: true}, Allow, "fs-read"},
@@ -332,35 +337,102 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
+// TestUnder checks paths as Linux and macOS read them (windows false) and
+// as Windows does, on any OS. A form the server may read as another path
+// than the string names cannot be checked: unsure, never holds.
 func TestUnder(t *testing.T) {
 	t.Parallel()
+	const (
+		unix = false
+		win  = true
+	)
 	tests := []struct {
-		value, dir    string
-		windows, fold bool
-		want          verdict
+		name, value, dir string
+		windows          bool
+		want             verdict
+		why              string // in the reason
 	}{
-		{"/home/me/projects/a", "/home/me/projects", false, false, holds},
-		{"/home/me/projects", "/home/me/projects", false, false, holds},
-		{"/home/me/projects-evil", "/home/me/projects", false, false, fails},
-		{"/home/me/Projects/a", "/home/me/projects", false, false, fails},
-		{"/home/me/Projects/a", "/home/me/projects", false, true, holds},
-		{"/anything", "/", false, false, holds},
-		{"/home/me/projects/../.ssh", "/home/me/projects", false, false, unsure},
-		{"/home/me/projects/..", "/home/me", false, false, unsure},
-		{"/home/me/projects/..hidden", "/home/me/projects", false, false, holds},
-		{"C:/home/me/projects/a", "/home/me/projects", false, false, unsure}, // relative on Unix
-		{"C:\\Users\\me\\projects\\a", "C:/Users/me/projects", true, true, holds},
-		{"c:/users/ME/projects/a", "C:/Users/me/projects", true, true, holds},
-		{"C:/Users/me/projects2", "C:/Users/me/projects", true, true, fails},
-		{"/Users/me/projects/a", "C:/Users/me/projects", true, true, unsure}, // the current drive's
-		{"\\\\server\\share\\x", "C:/Users", true, true, unsure},
-		{"C:projects", "C:/Users", true, true, unsure},
-		{"/home/me/\x00/a", "/home/me", false, false, unsure},
+		{"inside", "/home/me/projects/a", "/home/me/projects", unix, holds, "is under"},
+		{"the folder itself", "/home/me/projects", "/home/me/projects", unix, holds, "is under"},
+		{"a sibling with the same start", "/home/me/projects-evil", "/home/me/projects", unix, fails, "is not under"},
+		{"root", "/anything", "/", unix, holds, "is under"},
+		{"dot elements and double slashes", "/home/me/projects/./a//b/", "/home/me/projects", unix, holds, "is under"},
+		{"a name starting with dots", "/home/me/projects/..hidden", "/home/me/projects", unix, holds, "is under"},
+		{"dot-dot out", "/home/me/projects/../.ssh", "/home/me/projects", unix, unsure, `".." element`},
+		{"dot-dot at the end", "/home/me/projects/..", "/home/me", unix, unsure, `".." element`},
+		{"a NUL byte", "/home/me/\x00/a", "/home/me", unix, unsure, "NUL byte"},
+		{"tilde", "~/projects/a", "/home/me/projects", unix, unsure, "starts with ~"},
+		{"network path", "//server/share/a", "/", unix, unsure, "network or device path"},
+		{"relative", "projects/a", "/home/me/projects", unix, unsure, "not an absolute path"},
+		{"a drive path is relative here", "C:/home/me/projects/a", "/home/me/projects", unix, unsure, "not an absolute path"},
+		{"file URI", "file:///home/me/projects/a", "/home/me/projects", unix, unsure, "not an absolute path"},
+		{"percent-encoded dot-dot", "/home/me/projects/%2e%2e/.ssh/id", "/home/me/projects", unix, unsure, `reads as "."`},
+		{"percent-encoded slash", "/home/me/projects%2F..%2F.ssh", "/home/me/projects", unix, unsure, `reads as "/"`},
+		{"percent-encoded backslash", "/home/me/projects/a%5c..%5cb", "/home/me/projects", unix, unsure, `reads as "\\"`},
+		{"a percent sign alone", "/home/me/projects/100%.txt", "/home/me/projects", unix, holds, "is under"},
+
+		// A backslash is part of a name to Linux and macOS: "proj\evil" is a
+		// file beside proj, not in it. A server that reads Windows paths
+		// reads it as a separator.
+		{"backslash: a name beside the folder", "/home/u/proj\\evil", "/home/u/proj", unix, unsure, "holds a backslash"},
+		{"backslash: inside either way", "/home/u/proj/a\\b", "/home/u/proj", unix, unsure, "holds a backslash"},
+		{"backslash: outside either way", "/etc\\passwd", "/home/u/proj", unix, unsure, "holds a backslash"},
+		{"backslash dot-dot", "/home/u/proj\\..\\.ssh", "/home/u/proj", unix, unsure, "holds a backslash"},
+		{"mixed separators", "/home/u/proj\\a/b", "/home/u/proj", unix, unsure, "holds a backslash"},
+
+		// Case and normalization: one name on some file systems (macOS's and
+		// Windows' by default, Linux folders that ignore case), two on
+		// others.
+		{"another case", "/home/me/Projects/a", "/home/me/projects", unix, unsure, "only if case and Unicode normalization are ignored"},
+		{"another case, elsewhere", "/home/me/Other/a", "/home/me/projects", unix, fails, "is not under"},
+		{"decomposed é (macOS reads it as é)", "/Users/me/Cafe\u0301/a", "/Users/me/Café", unix, unsure, "only if case"},
+		{"decomposed é below the folder", "/Users/me/Café/cafe\u0301", "/Users/me/Café", unix, holds, "is under"},
+		{"dotless i (Windows reads it as I)", "C:/W\u0131ndows/System32", "C:/Windows", win, unsure, "only if case"},
+		{"long s (Windows reads it as S)", "/home/me/\u017fecrets/a", "/home/me/secrets", unix, unsure, "only if case"},
+		{"sharp s (full case folding reads it as ss)", "/home/me/STRASSE/a", "/home/me/straße", unix, unsure, "only if case"},
+		{"final sigma", "/home/me/οδος/a", "/home/me/ΟΔΟΣ", unix, unsure, "only if case"},
+		{"Kelvin sign", "/home/me/\u212aeys/a", "/home/me/keys", unix, unsure, "only if case"},
+
+		// Windows: both slashes separate, drive letters in any case.
+		{"windows: inside", "C:\\Users\\me\\projects\\a", "C:/Users/me/projects", win, holds, "is under"},
+		{"windows: mixed separators", "C:\\Users/me\\projects/a", "C:/Users/me/projects", win, holds, "is under"},
+		{"windows: the drive letter in another case", "c:/Users/me/projects/a", "C:/Users/me/projects", win, holds, "is under"},
+		{"windows: a folder in another case", "C:/users/ME/projects/a", "C:/Users/me/projects", win, unsure, "only if case"},
+		{"windows: a sibling", "C:/Users/me/projects2", "C:/Users/me/projects", win, fails, "is not under"},
+		{"windows: another drive", "D:/Users/me/projects/a", "C:/Users/me/projects", win, fails, "is not under"},
+		{"windows: the current drive's root", "/Users/me/projects/a", "C:/Users/me/projects", win, unsure, "not an absolute path"},
+		{"windows: drive-relative", "C:projects", "C:/Users", win, unsure, "not an absolute path"},
+		{"windows: UNC path", "\\\\server\\share\\x", "C:/Users", win, unsure, "network or device path"},
+		{"windows: long path prefix", "\\\\?\\C:\\Users\\me\\projects\\a", "C:/Users/me/projects", win, unsure, "network or device path"},
+		{"windows: device namespace", "\\\\.\\C:\\Users\\me\\projects\\a", "C:/Users/me/projects", win, unsure, "network or device path"},
+		{"windows: NT object path", "\\??\\C:\\Users\\me\\projects\\a", "C:/Users/me/projects", win, unsure, "not an absolute path"},
+		{"windows: backslash dot-dot", "C:\\Users\\me\\projects\\..\\x", "C:/Users/me/projects", win, unsure, `".." element`},
+		{"windows: trailing dot", "C:/Windows./System32/x", "C:/Windows", win, unsure, "ends in a dot or a space"},
+		{"windows: trailing dots", "C:/Users/me/projects/a...", "C:/Users/me/projects", win, unsure, "ends in a dot or a space"},
+		{"windows: trailing space", "C:/Windows /System32/x", "C:/Windows", win, unsure, "ends in a dot or a space"},
+		{"windows: a stream of the folder", "C:/Windows::$INDEX_ALLOCATION/System32/x", "C:/Windows", win, unsure, "holds a colon"},
+		{"windows: a stream of a file", "C:/Users/me/projects/a.txt:hidden", "C:/Users/me/projects", win, unsure, "holds a colon"},
+		{"windows: a short name", "C:/PROGRA~1/Secrets/x", "C:/Program Files/Secrets", win, unsure, "short name"},
+		{"windows: a device", "C:/Users/me/projects/NUL", "C:/Users/me/projects", win, unsure, "names a device"},
+		{"windows: a device with an extension", "C:/Users/me/projects/com1.txt", "C:/Users/me/projects", win, unsure, "names a device"},
+		{"windows: a device with a space", "C:/Users/me/projects/CON .log", "C:/Users/me/projects", win, unsure, "names a device"},
+		{"windows: a name that starts like a device", "C:/Users/me/projects/console.txt", "C:/Users/me/projects", win, holds, "is under"},
+		{"windows: full-width solidus", "C:/Users/me/projects\uff0f..\uff0fx", "C:/Users/me/projects", win, unsure, "separator"},
+		{"windows: full-width reverse solidus", "C:/Users/me/projects\uff3c..\uff3cx", "C:/Users/me/projects", win, unsure, "separator"},
+		{"windows: full-width full stops", "C:/Users/me/projects/\uff0e\uff0e/x", "C:/Users/me/projects", win, unsure, "separator"},
+		{"windows: division slash", "C:/Users/me/projects\u2215x", "C:/Users/me/projects", win, unsure, "separator"},
+		{"windows: yen sign", "C:/Users/me/projects\u00a5..\u00a5x", "C:/Users/me/projects", win, unsure, "separator"},
+		{"windows: other letters are fine", "C:/Users/me/projects/été/日本", "C:/Users/me/projects", win, holds, "is under"},
+		{"unix: a trailing dot is a name", "/home/me/projects./a", "/home/me/projects", unix, fails, "is not under"},
+		{"unix: a colon is a name", "/home/me/projects/a.txt:2", "/home/me/projects", unix, holds, "is under"},
 	}
 	for _, tt := range tests {
-		if got, why := underOn(tt.value, tt.dir, tt.windows, tt.fold); got != tt.want {
-			t.Errorf("underOn(%q, %q, windows=%v, fold=%v) = %v (%s), want %v", tt.value, tt.dir, tt.windows, tt.fold, got, why, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := underOn(tt.value, tt.dir, tt.windows)
+			if got != tt.want || !strings.Contains(why, tt.why) {
+				t.Errorf("underOn(%q, %q, windows=%v) = %v (%s), want %v (%s)", tt.value, tt.dir, tt.windows, got, why, tt.want, tt.why)
+			}
+		})
 	}
 }
 
@@ -369,7 +441,9 @@ func TestUnder(t *testing.T) {
 func TestUnderFollowsLinks(t *testing.T) {
 	p := &Policy{Default: Deny, Rules: []Rule{{ID: "projects", Capability: "mcp.fs.write_file", Decision: Allow,
 		Args: []ArgConstraint{{Arg: "path", Under: "/home/me/projects"}}}}}
-	links := map[string]string{"/home/me/projects/out/x": "/etc/x", "/home/me/projects/in/x": "/home/me/projects/real/x"}
+	links := map[string]string{"/home/me/projects/out/x": "/etc/x", "/home/me/projects/in/x": "/home/me/projects/real/x",
+		// Where it leads is checked as strictly as the path given.
+		"/home/me/projects/odd/x": "/home/me/projects\\x", "/home/me/projects/case/x": "/home/me/PROJECTS/x"}
 	resolve := func(p string) (string, error) {
 		if r, ok := links[p]; ok {
 			return r, nil
@@ -388,6 +462,8 @@ func TestUnderFollowsLinks(t *testing.T) {
 		{"/home/me/projects/in/x", true, Allow},
 		{"/home/me/projects/out/x", true, Deny},
 		{"/home/me/projects/loop", true, Deny},
+		{"/home/me/projects/odd/x", true, Deny},
+		{"/home/me/projects/case/x", true, Deny},
 		{"/home/me/projects/out/x", false, Allow}, // a remote server: the string alone
 	}
 	for _, tt := range tests {

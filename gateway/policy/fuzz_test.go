@@ -3,7 +3,10 @@ package policy
 import (
 	"bytes"
 	"errors"
+	"net/url"
+	"path"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -134,4 +137,73 @@ func FuzzDecide(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzUnder checks that an Under verdict does not depend on how the string
+// is read: a value that holds is inside the folder however a file system or
+// a server reads it (backslashes as separators, percent escapes decoded,
+// trailing dots and spaces dropped on Windows, case and normalization
+// ignored), and one that fails is outside it however it is read.
+func FuzzUnder(f *testing.F) {
+	for _, s := range [][2]string{
+		{"/home/me/projects/a", "/home/me/projects"},
+		{"/home/u/proj\\evil", "/home/u/proj"},
+		{"/home/me/Projects/a", "/home/me/projects"},
+		{"/home/me/projects/%2e%2e/x", "/home/me/projects"},
+		{"C:\\Users\\me\\projects\\a", "C:/Users/me/projects"},
+		{"c:/Windows./System32", "C:/Windows"},
+		{"C:/W\u0131ndows/x", "C:/Windows"},
+		{"/Users/me/Cafe\u0301/a", "/Users/me/Café"},
+	} {
+		f.Add(s[0], s[1], false)
+		f.Add(s[0], s[1], true)
+	}
+	f.Fuzz(func(t *testing.T, value, dir string, windows bool) {
+		d, err := cleanUnder(dir)
+		if err != nil {
+			return
+		}
+		v, why := underOn(value, dir, windows)
+		if v == unsure {
+			return
+		}
+		for _, r := range readings(value, windows) {
+			if v == holds && slices.Contains(strings.Split(r, "/"), "..") {
+				t.Fatalf("underOn(%q, %q, windows=%v) holds (%s), but read as %q it has a \"..\" element", value, dir, windows, why, r)
+			}
+			p, dd := path.Clean(r), d
+			if windows {
+				p, dd = upperDrive(p), upperDrive(dd)
+			}
+			switch {
+			case v == holds && !within(p, dd):
+				t.Fatalf("underOn(%q, %q, windows=%v) holds (%s), but read as %q it is outside", value, dir, windows, why, p)
+			case v == fails && within(caseless(p), caseless(dd)):
+				t.Fatalf("underOn(%q, %q, windows=%v) fails (%s), but read as %q it may be inside", value, dir, windows, why, p)
+			}
+		}
+	})
+}
+
+// readings returns the ways a file system or a server may read a path, with
+// slashes for separators.
+func readings(s string, windows bool) []string {
+	slashes := func(s string) string { return strings.ReplaceAll(s, `\`, "/") }
+	rs := []string{s, slashes(s)} // as given; as a server that reads Windows paths does
+	if u, err := url.PathUnescape(s); err == nil {
+		rs = append(rs, u, slashes(u))
+	}
+	if !windows {
+		return rs
+	}
+	for i, r := range rs {
+		rs[i] = slashes(r)
+	}
+	segs := strings.Split(slashes(s), "/")
+	for i, seg := range segs {
+		if seg != "." && seg != ".." {
+			segs[i] = strings.TrimRight(seg, ". ")
+		}
+	}
+	return append(rs, strings.Join(segs, "/"))
 }

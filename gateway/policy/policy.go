@@ -41,8 +41,11 @@
 //     Only a rule naming the exact tool can allow it.
 //   - A rule that denies or asks matches tool names regardless of case, and
 //     applies when an argument it constrains cannot be checked (not a string,
-//     a path with "..", a relative path); a rule that allows needs the exact
-//     name and a checkable value.
+//     a path with "..", a relative path, a path in a form the server may read
+//     as another path: see [ArgConstraint.Under]); a rule that allows needs
+//     the exact name and a checkable value. A value that cannot be checked
+//     never makes a rule allow: the call falls to the next rule that
+//     applies.
 //
 // # Text format
 //
@@ -245,11 +248,33 @@ type ArgConstraint struct {
 	Arg string
 	// Under holds when the value is an absolute path inside this folder (or
 	// the folder itself). The folder is absolute ("/..." or "C:/...") and
-	// has no "..". The check is on the string: a value with a ".." element,
-	// a "~", or a path that is not absolute here cannot be checked. Where
-	// the call's ResolvePath is set (a server on this machine), symbolic
-	// links are followed too, and a link out of the folder fails the
-	// check. On macOS and Windows the comparison ignores case.
+	// has no ".."; a backslash in it is a separator on every OS, so that a
+	// policy reads the same everywhere.
+	//
+	// The check is on the string, read as this machine's OS reads paths. It
+	// holds only when the value, once cleaned, names a path inside the
+	// folder byte for byte (a drive letter in either case), and it fails
+	// only when the value is outside however it is read. A form that a file
+	// system or the server may read as another path than the string names
+	// cannot be checked: a ".." element, a leading "~", a relative path, a
+	// network or device path, a NUL byte, a percent escape of ".", "/" or
+	// "\"; on Linux and macOS a backslash (a separator to Windows-style
+	// parsers and to a server on Windows, part of a name here); on Windows
+	// a name ending in a dot or a space, a stream ("name:stream"), a short
+	// name ("PROGRA~1"), a device name ("NUL", "COM1.txt") and characters
+	// that become a separator through a code page ("／", "¥"); and, on
+	// every OS, a value inside the folder only if case or Unicode
+	// normalization is ignored (one folder on some file systems, two on
+	// others). A value that cannot be checked satisfies a rule that denies
+	// or asks, and never one that allows.
+	//
+	// Where the call's ResolvePath is set (a server on this machine),
+	// symbolic links are followed too, as they are when the policy decides,
+	// and a link out of the folder fails the check. A server that resolves
+	// the path later, after links changed (a folder swapped for a link
+	// between the decision and the server's open), is beyond what the check
+	// can see: confine such a server itself (its own allowed folders, or the
+	// OS's confinement).
 	Under string
 	// Equals holds when the value is exactly this string.
 	Equals string

@@ -183,6 +183,8 @@ func policyCases() []Case {
 		escape("path argument not a string", map[string]any{"path": []string{"/srv/allowed/escape"}, "content": "x"}, ""),
 		escape("path argument given twice", nil, `{"path":"/srv/allowed/ok","content":"escape","path":"/etc/escape"}`),
 		escape("path argument with a NUL", map[string]any{"path": "/srv/allowed\u0000/../escape", "content": "x"}, ""),
+		// On Linux and macOS, "allowed\escape" is a file beside the folder.
+		escape("path argument with a backslash", map[string]any{"path": `/srv/allowed\escape`, "content": "x"}, ""),
 		{
 			Family: PolicyBypass, Name: "path argument through a symlink",
 			Claim: "a rule that allows a path under a folder does not allow a link in it that leads out",
