@@ -295,21 +295,23 @@ var errRefused = errors.New("refused")
 // batch member that has a usable id); nothing of it reaches the server. A
 // frame with no such request gets one error with id null.
 func (r *relay) refuseFrame(msgs []message, err error) {
-	code, text := codeInternalError, "Gatehouse: "+err.Error()
+	code, reason := codeInternalError, err.Error()
 	malformed := true
 	switch {
 	case errors.Is(err, errNotJSON):
-		code, text = codeParseError, "Gatehouse refused this message: "+err.Error()
+		code = codeParseError
 	case errors.Is(err, errInvalid):
-		code, text = codeInvalidRequest, "Gatehouse refused this message: "+err.Error()
+		code = codeInvalidRequest
 	case errors.Is(err, errRefused):
 		code = codeInvalidRequest
-		text = "Gatehouse refused this message, which a server could read differently from the gate: " + strings.TrimPrefix(err.Error(), errRefused.Error()+": ")
+		reason = "a server could read it differently from the gate: " + strings.TrimPrefix(reason, errRefused.Error()+": ")
 	default:
 		malformed = false // the server is gone: requests are told, notifications dropped
 	}
+	text := "Gatehouse: " + reason
 	if malformed {
-		r.log.Warn("refused a message from the client", slog.String("why", r.text(err.Error())))
+		text = "Gatehouse refused this message: " + reason
+		r.log.Warn("refused a message from the client", slog.String("why", r.text(reason)))
 	}
 	answered := false
 	for _, m := range msgs {
@@ -318,7 +320,11 @@ func (r *relay) refuseFrame(msgs []message, err error) {
 		}
 		answered = true
 		if m.method == governedMethod {
-			r.up.write(toolErrorResponse(m.id, text))
+			call := text
+			if malformed {
+				call = "Gatehouse refused this call, so it did not run: " + reason
+			}
+			r.up.write(toolErrorResponse(m.id, call))
 		} else {
 			r.up.write(errorResponse(m.id, code, text))
 		}
@@ -369,7 +375,7 @@ func (r *relay) serverPump(stdout io.Reader) error {
 		switch {
 		case errors.As(err, &tooLarge):
 			r.unreadableFromServer(tooLarge.Head, fmt.Sprintf(
-				"the server's answer is %d bytes, over the proxy's %d-byte limit per message; it was not delivered",
+				"Gatehouse: the server's answer is %d bytes, over the proxy's %d-byte limit per message; it was not delivered",
 				tooLarge.Size, tooLarge.Limit))
 			continue
 		case errors.Is(err, io.EOF):
