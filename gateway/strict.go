@@ -32,6 +32,8 @@ var mcpMethods = map[string]bool{
 // request, which the gate can answer, not a notification it cannot.
 func methodRefusal(m message) string {
 	switch {
+	case m.kind == kindResponse:
+		return "" // the client's answer to the server's request
 	case m.method == governedMethod && m.kind == kindNotification:
 		return "a tools/call without an id is a call the gate cannot answer: give it an id"
 	case mcpMethods[m.method]:

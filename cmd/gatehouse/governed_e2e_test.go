@@ -80,11 +80,11 @@ func TestFilesystemGovernedThroughInspector(t *testing.T) {
 			t.Errorf("read of %s = %q (isError %v), want Gatehouse's denial by no-other-reads", escape, text, isErr)
 		}
 	}
-	// An encoded "..": allowed as the string it is (a folder named %2e%2e
-	// inside), which the server does not decode either.
+	// An encoded "..": a server that decodes it would climb out, so the
+	// path cannot be checked, and the rule that denies other reads applies.
 	encoded := files + "/%2e%2e/" + filepath.Base(outside) + "/secret.txt"
-	if text, isErr := call("read_text_file", "path="+encoded); !isErr || strings.Contains(text, "not yours") {
-		t.Errorf("read of %s = %q (isError %v), want no secret", encoded, text, isErr)
+	if text, isErr := call("read_text_file", "path="+encoded); !isErr || strings.Contains(text, "not yours") || !strings.Contains(text, "no-other-reads") {
+		t.Errorf("read of %s = %q (isError %v), want Gatehouse's denial by no-other-reads", encoded, text, isErr)
 	}
 	target := filepath.Join(files, "todo.txt")
 	if text, isErr := call("write_file", "path="+target, "content=call mum"); isErr {
@@ -145,16 +145,15 @@ func TestFilesystemGovernedThroughInspector(t *testing.T) {
 			outcomes[ids[e.Body.Receipt]] = append(outcomes[ids[e.Body.Receipt]], e.Body.Status)
 		}
 	}
-	want := map[key]int{{"read_text_file", "ALLOW"}: 2, {"read_text_file", "DENY"}: 3, {"write_file", "ALLOW"}: 1, {"move_file", "DENY"}: 1}
+	want := map[key]int{{"read_text_file", "ALLOW"}: 1, {"read_text_file", "DENY"}: 4, {"write_file", "ALLOW"}: 1, {"move_file", "DENY"}: 1}
 	for k, n := range want {
 		if receipts[k] != n {
 			t.Errorf("%d receipts for %s %s, want %d (all: %v)", receipts[k], k.decision, k.tool, n, receipts)
 		}
 	}
-	// The read ran, the encoded read ran and failed (no such file), the
-	// write ran; nothing denied ran.
-	if fmt.Sprint(outcomes) != "map[read_text_file:[SUCCEEDED FAILED] write_file:[SUCCEEDED]]" {
-		t.Errorf("outcomes = %v, want the two reads and the write, and nothing denied", outcomes)
+	// The read ran, the write ran; nothing denied ran.
+	if fmt.Sprint(outcomes) != "map[read_text_file:[SUCCEEDED] write_file:[SUCCEEDED]]" {
+		t.Errorf("outcomes = %v, want the read and the write, and nothing denied", outcomes)
 	}
 }
 
