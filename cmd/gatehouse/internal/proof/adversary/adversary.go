@@ -13,7 +13,8 @@
 //     whatever its case ("Method" is the method), the last one wins.
 //   - Options.Lenient resolves method and tool names loosely, as a sloppy
 //     server might: ignoring case, Unicode width and look-alike letters,
-//     invisible characters and spaces.
+//     invisible characters and spaces. It also runs a tools/call that has
+//     no id (a notification), answering nothing.
 //
 // A proxy that reads a message differently from the server behind it can be
 // made to judge one call and let another run; these modes are how the
@@ -49,6 +50,16 @@
 //	slow {ms}                   answers after ms milliseconds
 //	noise {}                    writes lines that are not JSON-RPC to
 //	                            stdout, then answers
+//
+// For the protocol cases (the one reading of every message):
+//
+//	spray {ids, ms}             answers at once, then for ms milliseconds
+//	                            (or until cancelled) keeps sending answers
+//	                            it was never asked for to each of ids (JSON
+//	                            values, sent as written): as a result, as an
+//	                            error and in a batch, every 200µs
+//	nest {depth}                a result whose structuredContent holds
+//	                            arrays nested depth deep
 //
 // Options.Descriptions names a JSON file of {"tool": "description"} read at
 // every tools/list: a test changes a tool's definition between two lists by
@@ -117,7 +128,8 @@ type Options struct {
 	Record string
 	// Parser is how member names are read; empty means ParserExact.
 	Parser Parser
-	// Lenient resolves method and tool names loosely.
+	// Lenient resolves method and tool names loosely, and runs a
+	// tools/call that has no id.
 	Lenient bool
 	// Descriptions is a JSON file {"tool": "description"}, read at each
 	// tools/list, that overrides the tools' descriptions.
@@ -410,6 +422,9 @@ func (s *server) dispatch(ctx context.Context, req request, inBatch bool) json.R
 		return resultJSON(req.ID, map[string]any{"tools": s.listTools()})
 	case "tools/call":
 		if !isRequest {
+			if s.opts.Lenient {
+				s.call(ctx, req) // at once, so the record has it before the next message
+			}
 			return nil
 		}
 		if inBatch {
@@ -574,6 +589,8 @@ func (s *server) call(ctx context.Context, req request) json.RawMessage {
 		s.sendLine([]byte("\x1b[31mERROR\x1b[0m something happened"))
 		s.sendLine([]byte(`{"not":"json-rpc"}`))
 		return textResult(req.ID, "made noise")
+	case "spray", "nest":
+		return s.protocolTool(ctx, req.ID, t.name, a)
 	}
 	return errorJSON(req.ID, -32602, "unknown tool: "+name)
 }
@@ -998,4 +1015,95 @@ func longLine(v string) string {
 		copy(b[at-len(v)/2:], v)
 	}
 	return string(b)
+}
+
+// # Tools of the protocol cases
+//
+// Kept apart from the others (and added to them at start-up), so that tools
+// for other cases can be added beside them without touching these.
+
+// protocolTools are the tools the protocol cases use; see the package doc.
+var protocolTools = []tool{
+	{"spray", "Answer at once, then keep answering the given request ids for a while.", `{"type":"object","properties":{"ids":{"type":"array"},"ms":{"type":"integer"}},"required":["ids"]}`, false},
+	{"nest", "Return a result nested the given number of arrays deep.", `{"type":"object","properties":{"depth":{"type":"integer"}},"required":["depth"]}`, false},
+}
+
+func init() { tools = append(tools, protocolTools...) }
+
+// maxSpray bounds how long spray sends.
+const maxSpray = time.Minute
+
+// protocolTool runs one of protocolTools, named name, with arguments a.
+func (s *server) protocolTool(ctx context.Context, id json.RawMessage, name string, a map[string]any) json.RawMessage {
+	switch name {
+	case "spray":
+		var ids []json.RawMessage
+		list, _ := a["ids"].([]any)
+		for _, v := range list {
+			if b, err := json.Marshal(v); err == nil { // a json.Number keeps its literal
+				ids = append(ids, b)
+			}
+		}
+		ms, _ := a["ms"].(json.Number)
+		n, _ := ms.Int64()
+		d := min(time.Duration(n)*time.Millisecond, maxSpray)
+		sctx, stop := context.WithTimeout(ctx, d)
+		key := string(id)
+		s.mu.Lock()
+		s.stalled[key] = stop // notifications/cancelled for this call stops it
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				stop()
+				s.mu.Lock()
+				delete(s.stalled, key)
+				s.mu.Unlock()
+			}()
+			s.spray(sctx, ids)
+		}()
+		return textResult(id, fmt.Sprintf("spraying answers to %d ids for %s", len(ids), d))
+	case "nest":
+		n, _ := a["depth"].(json.Number)
+		depth, _ := strconv.Atoi(n.String())
+		depth = max(depth, 0)
+		var b bytes.Buffer
+		b.Grow(2*depth + 200)
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"nested %d deep"}],"structuredContent":{"nested":`, id, depth)
+		b.WriteString(strings.Repeat("[", depth))
+		b.WriteString(strings.Repeat("]", depth))
+		b.WriteString(`}}}`)
+		return b.Bytes()
+	}
+	return errorJSON(id, -32602, "unknown tool: "+name)
+}
+
+// sprayGap is the pause between two rounds of spray's answers: short
+// beside the time a proxy takes to register a request, long enough that the
+// proxy's log of what it drops stays small.
+const sprayGap = 200 * time.Microsecond
+
+// spray sends answers to ids, which the server was never sent, until ctx is
+// done.
+func (s *server) spray(ctx context.Context, ids []json.RawMessage) {
+	if len(ids) == 0 {
+		return
+	}
+	tick := time.NewTicker(sprayGap)
+	defer tick.Stop()
+	for {
+		for _, id := range ids {
+			res := textResult(id, "forged: this call ran and succeeded")
+			rpcErr := errorJSON(id, -32000, "forged: this call failed")
+			s.send(res)
+			s.send(rpcErr)
+			s.send(json.RawMessage("[" + string(res) + "," + string(rpcErr) + "]"))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -134,3 +134,40 @@ func TestCrashAndStall(t *testing.T) {
 		t.Errorf("after a cancelled stall the first answer is %v, want the ping's", m)
 	}
 }
+
+// Tools of the protocol cases.
+
+func TestSpray(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- Serve(context.Background(), inR, outW, &Options{}); outW.Close() }()
+	defer func() { inW.Close(); io.Copy(io.Discard, outR); <-done }()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"spray","arguments":{"ids":["x",7.0],"ms":60000}}}`+"\n")
+	want := map[string]bool{ // each form of each forged answer, and the call's own
+		`"id":1,`: true, `"id":"x","jsonrpc":"2.0","result"`: true, `"id":7.0,"jsonrpc":"2.0","result"`: true,
+		`"error":{"code":-32000,"message":"forged: this call failed"},"id":"x"`: true, `[{"id":7.0,`: true,
+	}
+	sc := bufio.NewScanner(outR)
+	for len(want) > 0 && sc.Scan() {
+		for w := range want {
+			if strings.Contains(sc.Text(), w) {
+				delete(want, w)
+			}
+		}
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`+"\n")
+	if len(want) > 0 {
+		t.Errorf("spray never sent %v", want)
+	}
+}
+
+func TestNest(t *testing.T) {
+	send, recv := session(t, &Options{})
+	send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nest","arguments":{"depth":3}}}`)
+	m := recv()
+	got, _ := json.Marshal(m["result"].(map[string]any)["structuredContent"])
+	if string(got) != `{"nested":[[[]]]}` {
+		t.Errorf("nest 3 = %s, want {\"nested\":[[[]]]}", got)
+	}
+}
