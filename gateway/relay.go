@@ -343,10 +343,12 @@ func (r *relay) toServer(frame []byte) {
 	}
 }
 
-// cancelledLocked handles the client's notifications/cancelled: a governed
-// call still being decided stops waiting; one that reached the server is
-// answered no more and its outcome is UNKNOWN (the server may never answer
-// a cancelled request). The notification itself is relayed.
+// cancelledLocked handles the client's notifications/cancelled: the
+// request is off the books at once (the client expects no answer, and may
+// reuse its id), so a late answer from the server is dropped. A governed
+// call still being decided stops waiting; one that reached the server has
+// its outcome recorded as UNKNOWN (the server may never answer a cancelled
+// request). The notification itself is relayed.
 func (r *relay) cancelledLocked(m message) {
 	id, ok := m.val.Path("params", "requestId")
 	if !ok {
@@ -357,12 +359,14 @@ func (r *relay) cancelledLocked(m message) {
 		return
 	}
 	req := r.requests[key]
-	if req == nil || !req.governed {
+	if req == nil || !r.takeLocked(req) {
 		return
 	}
-	req.cancel()
-	if req.sent && r.takeLocked(req) {
-		r.complete(req, &Outcome{Status: StatusUnknown, Duration: time.Since(req.start)})
+	if req.governed {
+		req.cancel()
+		if req.sent {
+			r.complete(req, &Outcome{Status: StatusUnknown, Duration: time.Since(req.start)})
+		}
 	}
 }
 

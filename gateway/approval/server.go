@@ -52,12 +52,14 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// DefaultMaxOpenPerSession is the default of Options.MaxOpenPerSession: the
+// most approval requests one proxy session may have open at once.
+const DefaultMaxOpenPerSession = 10
+
 // Bounds of the server side.
 const (
-	// defaultMaxOpen and defaultMaxOpenPerSession are the defaults of
-	// Options.MaxOpen and Options.MaxOpenPerSession.
-	defaultMaxOpen           = 100
-	defaultMaxOpenPerSession = 10
+	// defaultMaxOpen is the default of Options.MaxOpen.
+	defaultMaxOpen = 100
 	// defaultLinger and maxLinger bound Request.Expires, counted from when
 	// the last asker stopped waiting.
 	defaultLinger = 10 * time.Minute
@@ -210,7 +212,7 @@ func NewServer(ui UI, opts *Options) *Server {
 		s.maxOpen = defaultMaxOpen
 	}
 	if s.maxSession <= 0 {
-		s.maxSession = defaultMaxOpenPerSession
+		s.maxSession = DefaultMaxOpenPerSession
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
