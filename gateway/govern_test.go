@@ -234,3 +234,47 @@ func TestReplay(t *testing.T) {
 		t.Errorf("a call without a key did not reach the server: %q", text)
 	}
 }
+
+// A governed call still at the server when the client goes away is
+// recorded UNKNOWN: nobody is left to say how it ended.
+func TestAbandonedCallIsUnknown(t *testing.T) {
+	gov := newFakeGovernor(func(ctx context.Context, c *Call, progress func(string)) (*Authorization, error) {
+		return &Authorization{Allow: true, Receipt: "r-1"}, nil
+	})
+	s := startSession(t, testServerCommand(), &Options{Governor: gov, StopGrace: 100 * time.Millisecond})
+	s.initialize()
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang"}}`)
+	if line := s.recv(); !strings.Contains(line, "started") {
+		t.Fatalf("got %s, want the server to say the call started", line)
+	}
+	s.in.Close()
+	if o := gov.outcome(t); o.out.Status != StatusUnknown || o.call.Tool != "hang" {
+		t.Errorf("outcome of the abandoned call = %s for %s, want UNKNOWN for hang", o.out.Status, o.call.Tool)
+	}
+}
+
+// A governed call the server does not answer in time ends with an error
+// that names the wait, and its outcome is UNKNOWN; the session goes on.
+func TestCallTimeout(t *testing.T) {
+	gov := newFakeGovernor(func(ctx context.Context, c *Call, progress func(string)) (*Authorization, error) {
+		return &Authorization{Allow: true, Receipt: "r-7"}, nil
+	})
+	s := startSession(t, testServerCommand(), &Options{Governor: gov, CallTimeout: 200 * time.Millisecond})
+	s.initialize()
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`)
+	m := s.recvMsg()
+	if text, isErr := toolText(t, m); string(m.ID) != "1" || !isErr || !strings.Contains(text, "within 200ms") || !strings.Contains(text, "r-7") {
+		t.Errorf("answer = %s %q (isError %v), want Gatehouse's timeout naming the wait and the receipt", m.ID, text, isErr)
+	}
+	if o := gov.outcome(t); o.out.Status != StatusUnknown {
+		t.Errorf("outcome = %s, want UNKNOWN", o.out.Status)
+	}
+	// The server was told: the slow tool reports its cancellation.
+	if line := s.recv(); !strings.Contains(line, "cancelled 1") {
+		t.Errorf("after the timeout the server said %s, want its cancellation of 1", line)
+	}
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}`)
+	if m := s.recvMsg(); string(m.ID) != "2" {
+		t.Errorf("next answer is for %s, want 2", m.ID)
+	}
+}

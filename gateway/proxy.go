@@ -198,11 +198,13 @@ func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		// Let the server finish what it was answering while it shuts down.
 		ch.stop(p.grace)
 		p.drain(serverDone)
+		r.abandon()
 		p.log.Info("client closed; server stopped")
 		return nil
 	case <-ctx.Done():
 		ch.stop(p.grace)
 		p.drain(serverDone)
+		r.abandon()
 		p.log.Info("stopped", slog.Any("reason", context.Cause(ctx)))
 		return nil
 	case err := <-serverDone:

@@ -149,6 +149,30 @@ func (r *relay) fail(err error) {
 	}
 }
 
+// abandon ends every request still in flight once the proxy stops and
+// nobody is left to answer: a governed call that reached the server, which
+// was stopped before it answered, is recorded UNKNOWN; one still being
+// decided stops.
+func (r *relay) abandon() {
+	r.mu.Lock()
+	var open []*request
+	for _, req := range r.requests {
+		if r.takeLocked(req) {
+			open = append(open, req)
+		}
+	}
+	r.mu.Unlock()
+	for _, req := range open {
+		if !req.governed {
+			continue
+		}
+		req.cancel()
+		if req.sent {
+			r.complete(req, &Outcome{Status: StatusUnknown, Duration: time.Since(req.start)})
+		}
+	}
+}
+
 // clientPump relays client -> server until in ends.
 func (r *relay) clientPump(in io.Reader) error {
 	fr := newFrameReader(in, r.max)

@@ -139,6 +139,14 @@ func runTestServer(ignoreEOF bool) {
 					send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"total":2}}`, p.Meta.ProgressToken, i))
 				}
 				text("done")
+			case "hang":
+				// Says it started, then waits like slow.
+				send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"started"}}`)
+				select {
+				case <-cancelled:
+				case <-time.After(10 * time.Second):
+					text("not cancelled")
+				}
 			case "slow":
 				select {
 				case id := <-cancelled:
