@@ -35,9 +35,9 @@ type Call struct {
 	Tool      string
 	Arguments json.RawMessage // as the client sent them; may hold vault:// references
 	// Recorded are the arguments as receipts and approvers see them: with
-	// any value of the server's secrets (which an agent may have read and
-	// passed on) replaced by a marker. The same as Arguments when they hold
-	// none.
+	// any of the session's secrets (the server's, and every vault value
+	// resolved in this session, which an agent may have read and passed
+	// on) replaced by a marker. The same as Arguments when they hold none.
 	Recorded json.RawMessage
 	Client   Client
 	Session  string // this proxy session's id
