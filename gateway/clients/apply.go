@@ -198,7 +198,7 @@ func (m *Manager) applyUndo(ctx context.Context, fp *FilePlan, force bool) error
 		if err := writable(fp.Path); err != nil {
 			return err
 		}
-		if _, err := m.backup(fp.Client, fp.Path, fp.old); err != nil {
+		if _, err := m.backup(fp.Client, fp.Path, maskValues(fp.old, fp.unmoved)); err != nil {
 			return err
 		}
 		if err := m.replaceFile(fp.Path, fp.old, fp.new); err != nil {

@@ -61,8 +61,9 @@ func (s *source) target() string {
 		return maskURL(s.url)
 	}
 	parts := []string{shellwords.Quote(s.command)}
-	for _, a := range s.args {
-		if argSecret(a) {
+	secret := secretArgs(s.args)
+	for i, a := range s.args {
+		if slices.Contains(secret, i) {
 			// The mask is not quoted: it is no word to paste.
 			if k, _, ok := strings.Cut(a, "="); ok {
 				parts = append(parts, shellwords.Quote(k)+"=********")
@@ -82,10 +83,8 @@ func (s *source) checkSecrets() *source {
 	if s.state != "" || s.byHand != "" {
 		return s
 	}
-	for i, a := range s.args {
-		if argSecret(a) {
-			return s.unsupported("argument %d looks like a secret; Gatehouse keeps secrets in environment variables, which the keychain supplies: move it to the entry's env and govern again", i+1)
-		}
+	if secret := secretArgs(s.args); len(secret) > 0 {
+		return s.unsupported("argument %d looks like a secret; Gatehouse keeps secrets in environment variables, which the keychain supplies: move it to the entry's env and govern again", secret[0]+1)
 	}
 	if s.url != "" && urlSecret(s.url) {
 		return s.unsupported("its URL holds a credential (a password, or a key in the query); Gatehouse keeps secrets in headers, which the keychain supplies")

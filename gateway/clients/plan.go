@@ -38,7 +38,8 @@ type FilePlan struct {
 	Diff string
 
 	old, new []byte
-	redacted []byte // the backup: old, with the secret values governing moves replaced by references
+	redacted []byte   // the backup: old, with the secret values governing moves replaced by references
+	unmoved  []string // what looks like a secret in the file's entries: masked in backups
 	entries  []*entryPlan
 	// edits that are not one entry's: the local-scope entries added to
 	// ~/.claude.json
@@ -132,7 +133,7 @@ func (m *Manager) PlanGovern(ctx context.Context, sel Selection) (*Plan, error) 
 	filePlan := func(id ID, f *scannedFile) *FilePlan {
 		fp := files[f.path]
 		if fp == nil {
-			fp = &FilePlan{Client: id, Path: f.path, old: f.data, seen: map[string][][]string{}}
+			fp = &FilePlan{Client: id, Path: f.path, old: f.data, seen: map[string][][]string{}, unmoved: unmovedSecrets(f.groups)}
 			files[f.path] = fp
 			pl.Files = append(pl.Files, fp)
 		}
@@ -904,14 +905,21 @@ func (m *Manager) finishGovern(fp *FilePlan) error {
 	for _, ep := range fp.entries {
 		ep.rec.BeforeHash, ep.rec.FileHash = before, after
 	}
-	fp.redacted = redact(fp.old, fp.entries)
+	fp.redacted = redact(fp.old, fp.entries, fp.unmoved)
 	fp.Diff = unifiedDiff(fp.Path, fp.old, nb, edits, masks)
 	return nil
 }
 
 // redact returns data with the secret values governing moves replaced by
-// their references: what the backup holds.
-func redact(data []byte, eps []*entryPlan) []byte {
+// their references, and anything else that looks like a credential (in
+// entries it does not govern) masked: what the backup holds.
+func redact(data []byte, eps []*entryPlan, unmoved []string) []byte {
+	return maskValues(withReferences(data, eps), unmoved)
+}
+
+// withReferences returns data with the secret values governing moves
+// replaced by their references.
+func withReferences(data []byte, eps []*entryPlan) []byte {
 	var edits []edit
 	for _, ep := range eps {
 		if ep.rec.Inserted != nil || ep.rec.src == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -601,6 +602,12 @@ func TestTargetMasksSecrets(t *testing.T) {
 		{source{command: "npx", args: []string{"-y", "some-mcp", "--api-key=sk-testNOTreal0123456789abcdef"}}, "npx -y some-mcp --api-key=********"},
 		{source{command: "mcp", args: []string{"--token", "ghp_testTOKENnotREAL0000000000000000f6"}}, "mcp --token ********"},
 		{source{transport: "http", url: "https://u:pw123456@example.com/mcp?api_key=abcdef123456&x=1"}, "https://u:********@example.com/mcp?api_key=********&x=1"},
+		{source{command: "npx", args: []string{"-y", "@modelcontextprotocol/server-postgres", "postgresql://app:hunter2pw@db.internal/app"}}, "npx -y @modelcontextprotocol/server-postgres ********"},
+		{source{command: "redis-mcp", args: []string{"--url", "redis://:s3cretpw@localhost:6379"}}, "redis-mcp --url ********"},
+		{source{command: "db-mcp", args: []string{"--password", "correct horse battery", "--host", "db"}}, "db-mcp --password ******** --host db"},
+		{source{command: "db-mcp", args: []string{"--db-password", "pw-0123456", "--verbose"}}, "db-mcp --db-password ******** --verbose"},
+		{source{command: "mcp", args: []string{"--token-file", "/run/secrets/token", "--max-tokens", "4096"}}, "mcp --token-file /run/secrets/token --max-tokens 4096"},
+		{source{command: "psql-mcp", args: []string{"postgresql://app@db.internal/app"}}, "psql-mcp postgresql://app@db.internal/app"},
 	} {
 		if got := tc.s.target(); got != tc.want {
 			t.Errorf("target() = %q, want %q", got, tc.want)
@@ -757,5 +764,35 @@ func BenchmarkPlanLargeClaudeJSON(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// An entry with a password in its command line (a connection string, a
+// --password flag) is not governed, so that no copy of it lands in
+// Gatehouse's database or backups; the view says why, and masks it.
+func TestSecretsInArgumentsStayOutOfTheHome(t *testing.T) {
+	t.Parallel()
+	mc := newMachine(t, "linux")
+	path := filepath.Join(mc.home, ".cursor", "mcp.json")
+	mc.place("cursor_mcp.json", path)
+	noSecretInHome := func(when string) {
+		for _, secret := range []string{"pgNOTreal-0123", "whNOTreal-0123", "sk-testNOTreal0123456789abcdef"} {
+			filepath.WalkDir(mc.st.Dir(), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && bytes.Contains(mc.read(p), []byte(secret)) {
+					t.Errorf("%s: %s holds the secret %s", when, p, secret)
+				}
+				return nil
+			})
+		}
+	}
+	mc.govern(Selection{Clients: []ID{Cursor}})
+	noSecretInHome("after govern")
+	mc.undo(Selection{})
+	noSecretInHome("after undo")
+	e := mc.entries(Cursor)
+	for name, want := range map[string]string{"postgres": "npx -y @modelcontextprotocol/server-postgres ********", "warehouse": "warehouse-mcp --host db.internal --password ********"} {
+		if e[name].State != Unsupported || e[name].Target != want {
+			t.Errorf("%s: state %s, target %q; want unsupported, %q", name, e[name].State, e[name].Target, want)
+		}
 	}
 }

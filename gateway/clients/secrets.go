@@ -1,7 +1,9 @@
 package clients
 
 import (
+	"bytes"
 	"net/url"
+	"slices"
 	"regexp"
 	"strings"
 )
@@ -127,11 +129,37 @@ func argSecret(a string) bool {
 	if secretValue(a) {
 		return true
 	}
+	// A connection string or URL with a password in it:
+	// postgresql://app:pw@host/db, redis://:pw@host.
+	if strings.Contains(a, "://") && urlSecret(a) {
+		return true
+	}
 	// --token=..., API_KEY=...
 	if k, v, ok := strings.Cut(a, "="); ok {
 		return looksSecret(strings.TrimLeft(k, "-"), v, nil)
 	}
 	return false
+}
+
+// secretArgs returns the indexes of the arguments of a command line that
+// hold what looks like a credential: each that does by itself (argSecret),
+// and the value after a flag that names one (--password X, -p X is not
+// told apart from other short flags and is not counted).
+func secretArgs(args []string) []int {
+	var out []int
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if argSecret(a) {
+			out = append(out, i)
+			continue
+		}
+		if name, ok := strings.CutPrefix(a, "--"); ok && !strings.Contains(name, "=") && i+1 < len(args) &&
+			!strings.HasPrefix(args[i+1], "-") && looksSecret(name, args[i+1], nil) {
+			out = append(out, i+1)
+			i++
+		}
+	}
+	return out
 }
 
 // urlSecret reports whether a URL carries a credential: a password, or a
@@ -177,4 +205,42 @@ func maskURL(raw string) string {
 	}
 	u.RawQuery = q.Encode()
 	return strings.ReplaceAll(u.String(), "xxxxx", "********")
+}
+
+// unmovedSecrets lists what looks like a credential in the entries of a
+// file, as the file holds them (values of environment variables and
+// headers, arguments, URLs with credentials): the backup of the file masks
+// them, so that a secret governing does not move (an entry it cannot
+// govern, or does not) is not copied into the home folder.
+func unmovedSecrets(groups []*group) []string {
+	var out []string
+	for _, g := range groups {
+		for _, src := range g.sources {
+			for _, v := range append(slices.Clone(src.env), src.headers...) {
+				if looksSecret(v.k, v.v, nil) {
+					out = append(out, v.v)
+				}
+			}
+			for _, i := range secretArgs(src.args) {
+				out = append(out, src.args[i])
+			}
+			if src.url != "" && urlSecret(src.url) {
+				out = append(out, src.url)
+			}
+		}
+	}
+	return out
+}
+
+// maskValues returns data with each of values (4 bytes or more) replaced by
+// a mask, longest first.
+func maskValues(data []byte, values []string) []byte {
+	values = slices.Clone(values)
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range values {
+		if len(v) >= 4 && !reference(v) {
+			data = bytes.ReplaceAll(data, []byte(v), []byte("********"))
+		}
+	}
+	return data
 }

@@ -129,6 +129,13 @@ func (m *Manager) planUndoFile(path string, rs []*record, force bool) (*FilePlan
 	if err != nil {
 		return nil, err
 	}
+	// The backup taken before undoing masks what looks like a secret in the
+	// file's entries, as governing's does.
+	if sp.format == formatTOML {
+		fp.unmoved = unmovedSecrets([]*group{{sources: p.tomlEntries()}})
+	} else if p.json != nil {
+		fp.unmoved = unmovedSecrets(m.jsonGroups(sp, &scannedFile{path: path, data: data, parsed: p}))
+	}
 	for _, ep := range replaced {
 		r := ep.rec
 		src, err := locate(p, r.Locator)
