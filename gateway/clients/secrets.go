@@ -3,8 +3,8 @@ package clients
 import (
 	"bytes"
 	"net/url"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 )
 
