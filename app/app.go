@@ -252,7 +252,7 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 	}
 	kc := opts.Keychain
 	if kc == nil {
-		kc = vault.New(&vault.Options{Service: st.KeychainService()})
+		kc = vault.New(&vault.Options{Service: st.KeychainService(), Home: st.Dir()})
 	}
 	poll := opts.Poll
 	if poll == 0 {

@@ -16,7 +16,7 @@ import (
 // profile, a test, one named by $GATEHOUSE_HOME) gets its own service, named
 // after its path, so that homes never share keys.
 func vaultFor(st *store.Store) *vault.Vault {
-	return vault.New(&vault.Options{Service: st.KeychainService()})
+	return vault.New(&vault.Options{Service: st.KeychainService(), Home: st.Dir()})
 }
 
 // openLog opens the home folder and its evidence log, signing with the key
