@@ -9,18 +9,20 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/filelock"
 	"github.com/zalando/go-keyring"
 )
 
 // Processes starting together on new homes end with one signing key per
 // home: each home's processes are the test binary run again, started
-// together, each asking its home's vault for the key as soon as its stdin
-// closes.
+// together, each asking its home's vault (locking the home's KeyLockFile)
+// for the key as soon as its stdin closes.
 func TestSigningKeyOnePerHome(t *testing.T) {
 	if spec := os.Getenv("GATEHOUSE_VAULT_KEYCHILD"); spec != "" {
 		keyChild(spec)
@@ -97,7 +99,8 @@ func keyChild(spec string) {
 	// that start together do; without the lock, one that stores its key
 	// early uses it while another stores its own later.
 	testHookCreating = func() { time.Sleep(time.Duration(rand.IntN(250)) * time.Millisecond) }
-	k, err := New(&Options{Service: service, Home: home}).SigningKey()
+	lock := filelock.New(filepath.Join(home, KeyLockFile))
+	k, err := New(&Options{Service: service, KeyLock: lock}).SigningKey()
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(1)

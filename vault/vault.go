@@ -7,9 +7,9 @@
 // Today it holds the evidence log's signing key: an Ed25519 key created in the
 // keychain the first time it is needed, and loaded by every Gatehouse process.
 // A home has one signing key however many processes start on it at once:
-// creation (and rotation) holds a lock file in the home folder
-// ([Options.Home]), and a process that waited for it uses the key the
-// holder stored.
+// creation (and rotation) holds a lock the home's processes share
+// ([Options.KeyLock], a lock file in the home folder), and a process that
+// waited for it uses the key the holder stored.
 //
 // When the keychain cannot be reached (no Secret Service on a Linux without a
 // desktop session, a locked keyring), operations fail with an error that
@@ -25,12 +25,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/filelock"
 	"github.com/zalando/go-keyring"
 )
 
@@ -46,7 +44,14 @@ var ErrNotFound = errors.New("not in the keychain")
 // A Vault is a view of the keychain under one service name.
 type Vault struct {
 	service string
-	home    string
+	keyLock Locker
+}
+
+// A Locker is a lock shared by the processes of one home: Lock waits for
+// it until ctx ends, and returns the function that lets go.
+// internal/filelock's Mutex is one.
+type Locker interface {
+	Lock(ctx context.Context) (unlock func(), err error)
 }
 
 // Options configure [New]. Nil options mean the defaults.
@@ -54,11 +59,12 @@ type Options struct {
 	// Service is the keychain service name; empty means DefaultService.
 	// Separate profiles (and tests) use separate services.
 	Service string
-	// Home is the home folder whose processes share the vault. The signing
-	// key is created and rotated holding the lock of KeyLockFile there, so
-	// that processes starting at once on a new home create one key between
-	// them. Empty means no lock: only one process uses the vault.
-	Home string
+	// KeyLock is the lock the processes of the home that share the vault
+	// hold while they create or rotate the signing key (the lock file
+	// KeyLockFile in the home folder), so that processes starting at once
+	// on a new home create one key between them. Nil means none: one
+	// process alone uses the vault.
+	KeyLock Locker
 }
 
 // New returns the vault for opts.Service.
@@ -68,15 +74,15 @@ func New(opts *Options) *Vault {
 		v.service = opts.Service
 	}
 	if opts != nil {
-		v.home = opts.Home
+		v.keyLock = opts.KeyLock
 	}
 	return v
 }
 
 const signingKeyUser = "signing-key"
 
-// KeyLockFile is the lock file, in the home folder, that creating or
-// rotating the signing key holds.
+// KeyLockFile is the name of the lock file, in the home folder, for
+// [Options.KeyLock].
 const KeyLockFile = "signing-key.lock"
 
 // keyLockWait bounds how long a process waits for another one creating or
@@ -88,15 +94,15 @@ const keyLockWait = 2 * time.Minute
 // and creating one.
 var testHookCreating func()
 
-// lockKey takes the home's key lock (see [Options.Home]) and returns the
+// lockKey takes the home's key lock ([Options.KeyLock]) and returns the
 // function that lets go of it.
 func (v *Vault) lockKey() (unlock func(), err error) {
-	if v.home == "" {
+	if v.keyLock == nil {
 		return func() {}, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), keyLockWait)
 	defer cancel()
-	unlock, err = filelock.New(filepath.Join(v.home, KeyLockFile)).Lock(ctx)
+	unlock, err = v.keyLock.Lock(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("wait for another Gatehouse process creating the signing key: %w", err)
 	}
@@ -109,7 +115,7 @@ type storedKey struct {
 }
 
 // SigningKey returns the evidence log's signing key, creating it in the
-// keychain on first use. Processes of one home ([Options.Home]) that find
+// keychain on first use. Processes of one home ([Options.KeyLock]) that find
 // no key at the same moment MUST end with the same key: the one that
 // creates it holds the home's key lock from before it looks again until
 // the key is stored, and the others, once they hold the lock, find it.
