@@ -124,7 +124,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	st, err := store.Open(ctx, *home, storeOptions)
 	if err != nil && !store.IsLocked(err) {
 		fmt.Fprintf(stderr, "gatehouse-app: %v\n", err)
-		fmt.Fprintf(stderr, "hint: choose another home folder with --home DIR or $%s\n", store.EnvHome)
+		var merr *store.ModeError
+		if errors.As(err, &merr) {
+			fmt.Fprintf(stderr, "hint: %s\n", merr.Fix)
+		} else {
+			fmt.Fprintf(stderr, "hint: choose another home folder with --home DIR or $%s\n", store.EnvHome)
+		}
 		return 1
 	}
 
