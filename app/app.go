@@ -114,6 +114,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,6 +125,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/assets"
 	"github.com/gatehouse-dev/gatehouse/gateway/approval"
+	"github.com/gatehouse-dev/gatehouse/internal/filelock"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
@@ -252,7 +254,10 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 	}
 	kc := opts.Keychain
 	if kc == nil {
-		kc = vault.New(&vault.Options{Service: st.KeychainService()})
+		kc = vault.New(&vault.Options{
+			Service: st.KeychainService(),
+			KeyLock: filelock.New(filepath.Join(st.Dir(), vault.KeyLockFile)),
+		})
 	}
 	poll := opts.Poll
 	if poll == 0 {

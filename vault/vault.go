@@ -6,6 +6,10 @@
 //
 // Today it holds the evidence log's signing key: an Ed25519 key created in the
 // keychain the first time it is needed, and loaded by every Gatehouse process.
+// A home has one signing key however many processes start on it at once:
+// creation (and rotation) holds a lock the home's processes share
+// ([Options.KeyLock], a lock file in the home folder), and a process that
+// waited for it uses the key the holder stored.
 //
 // When the keychain cannot be reached (no Secret Service on a Linux without a
 // desktop session, a locked keyring), operations fail with an error that
@@ -13,6 +17,7 @@
 package vault
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -22,6 +27,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/zalando/go-keyring"
 )
@@ -38,6 +44,14 @@ var ErrNotFound = errors.New("not in the keychain")
 // A Vault is a view of the keychain under one service name.
 type Vault struct {
 	service string
+	keyLock Locker
+}
+
+// A Locker is a lock shared by the processes of one home: Lock waits for
+// it until ctx ends, and returns the function that lets go.
+// internal/filelock's Mutex is one.
+type Locker interface {
+	Lock(ctx context.Context) (unlock func(), err error)
 }
 
 // Options configure [New]. Nil options mean the defaults.
@@ -45,6 +59,12 @@ type Options struct {
 	// Service is the keychain service name; empty means DefaultService.
 	// Separate profiles (and tests) use separate services.
 	Service string
+	// KeyLock is the lock the processes of the home that share the vault
+	// hold while they create or rotate the signing key (the lock file
+	// KeyLockFile in the home folder), so that processes starting at once
+	// on a new home create one key between them. Nil means none: one
+	// process alone uses the vault.
+	KeyLock Locker
 }
 
 // New returns the vault for opts.Service.
@@ -53,10 +73,41 @@ func New(opts *Options) *Vault {
 	if opts != nil && opts.Service != "" {
 		v.service = opts.Service
 	}
+	if opts != nil {
+		v.keyLock = opts.KeyLock
+	}
 	return v
 }
 
 const signingKeyUser = "signing-key"
+
+// KeyLockFile is the name of the lock file, in the home folder, for
+// [Options.KeyLock].
+const KeyLockFile = "signing-key.lock"
+
+// keyLockWait bounds how long a process waits for another one creating or
+// rotating the key (a keychain that asks the user to unlock it may take a
+// while).
+const keyLockWait = 2 * time.Minute
+
+// testHookCreating, when set, runs in SigningKey between finding no key
+// and creating one.
+var testHookCreating func()
+
+// lockKey takes the home's key lock ([Options.KeyLock]) and returns the
+// function that lets go of it.
+func (v *Vault) lockKey() (unlock func(), err error) {
+	if v.keyLock == nil {
+		return func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), keyLockWait)
+	defer cancel()
+	unlock, err = v.keyLock.Lock(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("wait for another Gatehouse process creating the signing key: %w", err)
+	}
+	return unlock, nil
+}
 
 // storedKey is how the signing key sits in the keychain.
 type storedKey struct {
@@ -64,22 +115,34 @@ type storedKey struct {
 }
 
 // SigningKey returns the evidence log's signing key, creating it in the
-// keychain on first use.
+// keychain on first use. Processes of one home ([Options.KeyLock]) that find
+// no key at the same moment MUST end with the same key: the one that
+// creates it holds the home's key lock from before it looks again until
+// the key is stored, and the others, once they hold the lock, find it.
 func (v *Vault) SigningKey() (ed25519.PrivateKey, error) {
 	k, err := v.loadSigningKey()
-	if errors.Is(err, ErrNotFound) {
-		_, k, err = ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			return nil, fmt.Errorf("create signing key: %w", err)
-		}
-		if err := v.storeSigningKey(k); err != nil {
-			return nil, err
-		}
-		// Another process may have created one at the same moment: the
-		// keychain's copy is the one every process uses.
-		return v.loadSigningKey()
+	if !errors.Is(err, ErrNotFound) {
+		return k, err
 	}
-	return k, err
+	unlock, err := v.lockKey()
+	if err != nil {
+		return nil, fmt.Errorf("create signing key: %w", err)
+	}
+	defer unlock()
+	if k, err := v.loadSigningKey(); !errors.Is(err, ErrNotFound) {
+		return k, err // created while this process waited
+	}
+	if testHookCreating != nil {
+		testHookCreating()
+	}
+	_, k, err = ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("create signing key: %w", err)
+	}
+	if err := v.storeSigningKey(k); err != nil {
+		return nil, err
+	}
+	return v.loadSigningKey()
 }
 
 // RotateSigningKey creates a new signing key, calls announce with it (the
@@ -91,6 +154,11 @@ func (v *Vault) RotateSigningKey(announce func(next ed25519.PrivateKey) error) (
 	if err := checkReachable(); err != nil {
 		return nil, err
 	}
+	unlock, err := v.lockKey()
+	if err != nil {
+		return nil, fmt.Errorf("rotate signing key: %w", err)
+	}
+	defer unlock()
 	_, k, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("create signing key: %w", err)

@@ -120,10 +120,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	level := new(slog.LevelVar)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	storeOptions := &store.Options{BusyTimeout: storeBusyTimeout, Logger: log}
 	st, err := store.Open(ctx, *home, storeOptions)
 	if err != nil && !store.IsLocked(err) {
 		fmt.Fprintf(stderr, "gatehouse-app: %v\n", err)
-		fmt.Fprintf(stderr, "hint: choose another home folder with --home DIR or $%s\n", store.EnvHome)
+		var merr *store.ModeError
+		if errors.As(err, &merr) {
+			fmt.Fprintf(stderr, "hint: %s\n", merr.Fix)
+		} else {
+			fmt.Fprintf(stderr, "hint: choose another home folder with --home DIR or $%s\n", store.EnvHome)
+		}
 		return 1
 	}
 
@@ -190,10 +196,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// storeOptions open the app's store. The app waits less than a proxy for
-// another process's write: what it writes are a person's actions, and a
-// database held locked for seconds is better said than waited out.
-var storeOptions = &store.Options{BusyTimeout: 3 * time.Second}
+// storeBusyTimeout is how long the app's store waits for another
+// process's write. The app waits less than a proxy: what it writes are a
+// person's actions, and a database held locked for seconds is better said
+// than waited out.
+const storeBusyTimeout = 3 * time.Second
 
 // serveApprovals makes the app the approver of the proxies of the home
 // folder home, and returns a function that stops it. When it cannot be

@@ -276,7 +276,12 @@ func dashdash(args, rest []string) bool {
 }
 
 func (c *cli) openStore(ctx context.Context) (*store.Store, error) {
-	st, err := store.Open(ctx, c.home, nil)
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	st, err := store.Open(ctx, c.home, &store.Options{Logger: log})
+	var merr *store.ModeError
+	if errors.As(err, &merr) {
+		return nil, err // it names the chmod that fixes it
+	}
 	if err != nil {
 		return nil, withHint(err, "check that the home folder is writable, or choose another with --home or %s", store.EnvHome)
 	}

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"path/filepath"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/policy"
+	"github.com/gatehouse-dev/gatehouse/internal/filelock"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
@@ -14,9 +16,13 @@ import (
 // vaultFor returns the keychain view of the home folder st: the home in
 // the user's config folder uses the service "gatehouse"; any other home (a
 // profile, a test, one named by $GATEHOUSE_HOME) gets its own service, named
-// after its path, so that homes never share keys.
+// after its path, so that homes never share keys. Its processes create the
+// signing key holding the home's signing-key.lock: one key per home.
 func vaultFor(st *store.Store) *vault.Vault {
-	return vault.New(&vault.Options{Service: st.KeychainService()})
+	return vault.New(&vault.Options{
+		Service: st.KeychainService(),
+		KeyLock: filelock.New(filepath.Join(st.Dir(), vault.KeyLockFile)),
+	})
 }
 
 // openLog opens the home folder and its evidence log, signing with the key

@@ -12,6 +12,21 @@
 // config folder ([os.UserConfigDir]). Tests and separate profiles set
 // GATEHOUSE_HOME (or pass --home) so they never touch the user's real data.
 //
+// # Custody
+//
+// The home folder holds every governed call's arguments and results, so it
+// is its user's alone, as ssh keeps ~/.ssh: Open creates it 0700 and the
+// database 0600 (SQLite gives the -wal and -shm files the database's
+// mode), and every file Gatehouse writes there (logs, backups, undo
+// records, exports, sockets, locks) is created 0600, folders 0700, whatever
+// the umask. Open refuses a home folder that another user owns, or that
+// holds anything and has any permission bit for the group or others,
+// naming the chmod that fixes it; an empty folder is taken as a new home
+// and made owner-only. In an owner-only home folder it makes owner-only
+// any file or folder under it that is not (as earlier versions left the
+// database), logging each. Windows has no such mode bits and is not
+// checked.
+//
 // # Schema
 //
 // Each package that keeps tables here registers numbered migrations under its
@@ -25,6 +40,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -85,10 +101,17 @@ type Options struct {
 	// BusyTimeout bounds how long a write waits for another process's
 	// transaction before failing. Zero means 10 seconds.
 	BusyTimeout time.Duration
+	// Logger receives what Open changes in the home folder (files it made
+	// owner-only). Nil discards it.
+	Logger *slog.Logger
 }
 
 // Open opens (creating when needed) the home folder dir and its database, and
 // applies the store's own migrations. An empty dir means [DefaultDir].
+//
+// The home folder and everything in it are its user's alone (see Custody
+// in the package documentation): a home folder other users can reach is refused with a
+// [*ModeError] that gives the command that fixes it.
 func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -106,6 +129,16 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create home folder: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := checkHome(dir, log.WithGroup("store")); err != nil {
+		return nil, err
+	}
+	if err := createDatabase(filepath.Join(dir, DatabaseFile)); err != nil {
+		return nil, err
 	}
 	busy := opts.BusyTimeout
 	if busy <= 0 {

@@ -33,6 +33,7 @@ func evalCases() []Case {
 	cases = append(cases, remoteCases()...)
 	cases = append(cases, disclosureCases()...)
 	cases = append(cases, oneReadingCases()...)
+	cases = append(cases, custodyCases()...)
 	// Family by family, in the order of Families.
 	slices.SortStableFunc(cases, func(a, b Case) int {
 		return slices.Index(Families, a.Family) - slices.Index(Families, b.Family)

@@ -1,0 +1,150 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/gatehouse-dev/gatehouse/internal/shellwords"
+)
+
+// ownerOnly are the permission bits no file or folder of the home may have:
+// every bit for the group and for others.
+const ownerOnly fs.FileMode = 0o077
+
+// A ModeError is [Open]'s refusal of a home folder other users can reach,
+// or of a file in it that is open to them and that Gatehouse cannot make
+// owner-only. Fix is the command that makes it the user's alone.
+type ModeError struct {
+	Path string
+	Home bool // Path is the home folder itself
+	Mode fs.FileMode
+	Fix  string
+}
+
+func (e *ModeError) Error() string {
+	what := "file"
+	switch {
+	case e.Home:
+		what = "home folder"
+	case e.Mode.IsDir():
+		what = "folder"
+	}
+	return fmt.Sprintf("%s %s is open to other users (mode %04o): it holds every governed call's arguments and results; make it yours alone with: %s",
+		what, e.Path, e.Mode.Perm(), e.Fix)
+}
+
+// checkHome keeps the home folder dir its user's alone, as ssh keeps
+// ~/.ssh. A home folder that belongs to another user MUST be refused; so
+// MUST one with anything in it and any permission bit for the group or
+// for others, the command that fixes it in the error (a [*ModeError]).
+// An empty folder open to others (one made by hand, or by mktemp, for
+// Gatehouse to use) has held nothing yet: it is made owner-only, logged.
+//
+// In an owner-only home folder, every file and folder under it (the
+// database and its -wal and -shm, logs, backups, exports, sockets, locks)
+// with such bits, as earlier versions left the database, is made
+// owner-only, each change logged; one that cannot be changed (another
+// user's) is refused. Symbolic links are not followed.
+// Nothing is checked on Windows, whose files have no such mode bits: there
+// the home folder lives in the user's profile, which its ACLs keep the
+// user's.
+func checkHome(dir string, log *slog.Logger) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("open home folder: %w", err)
+	}
+	if uid, foreign := foreignOwner(fi); foreign {
+		return fmt.Errorf("open home folder: %s belongs to uid %d, not to the user Gatehouse runs as (uid %d): run Gatehouse as its owner, or choose another home folder", dir, uid, os.Geteuid())
+	}
+	if perm := fi.Mode().Perm(); perm&ownerOnly != 0 {
+		empty, err := isEmpty(dir)
+		if err != nil {
+			return fmt.Errorf("open home folder: %w", err)
+		}
+		if !empty {
+			return &ModeError{Path: dir, Home: true, Mode: fi.Mode(), Fix: "chmod 700 " + shellwords.Quote(dir)}
+		}
+		// An empty folder (made by hand or by mktemp for Gatehouse) has
+		// held nothing: it becomes the new home, the user's alone.
+		if err := os.Chmod(dir, perm&^ownerOnly); err != nil {
+			return &ModeError{Path: dir, Home: true, Mode: fi.Mode(), Fix: "chmod 700 " + shellwords.Quote(dir)}
+		}
+		log.Info("made the new home folder owner-only", slog.String("path", dir),
+			slog.String("was", fmt.Sprintf("%04o", perm)), slog.String("now", fmt.Sprintf("%04o", perm&^ownerOnly)))
+		return nil
+	}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed by another process meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if path == dir || d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		mode := info.Mode()
+		if mode.Perm()&ownerOnly == 0 {
+			return nil
+		}
+		err = os.Chmod(path, mode.Perm()&^ownerOnly)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return &ModeError{Path: path, Mode: mode, Fix: "chmod go-rwx " + shellwords.Quote(path)}
+		}
+		log.Warn("made a file of the home folder owner-only", slog.String("path", path),
+			slog.String("was", fmt.Sprintf("%04o", mode.Perm())), slog.String("now", fmt.Sprintf("%04o", mode.Perm()&^ownerOnly)))
+		return nil
+	})
+	if err != nil {
+		var merr *ModeError
+		if errors.As(err, &merr) {
+			return err
+		}
+		return fmt.Errorf("check home folder: %w", err)
+	}
+	return nil
+}
+
+// isEmpty reports whether the folder dir holds nothing.
+func isEmpty(dir string) (bool, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	return false, err
+}
+
+// createDatabase creates the database file, owner-only, unless it exists:
+// SQLite would create it with mode 0644 less the umask, and it creates the
+// -wal and -shm files with the database file's mode.
+func createDatabase(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	return f.Close()
+}
