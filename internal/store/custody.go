@@ -46,11 +46,12 @@ func (e *ModeError) Error() string {
 // An empty folder open to others (one made by hand, or by mktemp, for
 // Gatehouse to use) has held nothing yet: it is made owner-only, logged.
 //
-// In an owner-only home folder, every file and folder under it (the
-// database and its -wal and -shm, logs, backups, exports, sockets, locks)
-// with such bits, as earlier versions left the database, is made
-// owner-only, each change logged; one that cannot be changed (another
-// user's) is refused. Symbolic links are not followed.
+// In an owner-only home folder, every file and folder in it (the database
+// and its -wal and -shm, logs, backups, exports, sockets, locks) with such
+// bits, as earlier versions left the database, is made owner-only, each
+// change logged; one that cannot be changed (another user's) is refused.
+// What is deeper is out of reach through them. Symbolic links are not
+// followed.
 // Nothing is checked on Windows, whose files have no such mode bits: there
 // the home folder lives in the user's profile, which its ACLs keep the
 // user's.
@@ -82,44 +83,40 @@ func checkHome(dir string, log *slog.Logger) error {
 			slog.String("was", fmt.Sprintf("%04o", perm)), slog.String("now", fmt.Sprintf("%04o", perm&^ownerOnly)))
 		return nil
 	}
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // removed by another process meanwhile
+	// What is under the home folder is out of others' reach while the
+	// folder is owner-only; its entries are made owner-only too, so that a
+	// folder opened later by mistake does not expose them. Only its own
+	// entries are read: a proxy opens the home at every start, and the
+	// folders below it (backups, exports) hold many files.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("check home folder: %w", err)
+	}
+	for _, d := range entries {
+		if d.Type()&fs.ModeSymlink != 0 {
+			continue
 		}
-		if err != nil {
-			return err
-		}
-		if path == dir || d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
+		path := filepath.Join(dir, d.Name())
 		info, err := d.Info()
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+			continue // removed by another process meanwhile
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("check home folder: %w", err)
 		}
 		mode := info.Mode()
 		if mode.Perm()&ownerOnly == 0 {
-			return nil
+			continue
 		}
 		err = os.Chmod(path, mode.Perm()&^ownerOnly)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+			continue
 		}
 		if err != nil {
 			return &ModeError{Path: path, Mode: mode, Fix: "chmod go-rwx " + shellwords.Quote(path)}
 		}
 		log.Warn("made a file of the home folder owner-only", slog.String("path", path),
 			slog.String("was", fmt.Sprintf("%04o", mode.Perm())), slog.String("now", fmt.Sprintf("%04o", mode.Perm()&^ownerOnly)))
-		return nil
-	})
-	if err != nil {
-		var merr *ModeError
-		if errors.As(err, &merr) {
-			return err
-		}
-		return fmt.Errorf("check home folder: %w", err)
 	}
 	return nil
 }
