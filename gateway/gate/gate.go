@@ -9,7 +9,10 @@
 //     pin): a changed definition is held for a person to review;
 //  3. asks the approver when the policy says APPROVAL_REQUIRED, waiting a
 //     bounded time below the clients' own timeouts; an answer given later
-//     is picked up by the next identical call; no approver means no;
+//     is picked up by the next identical call; no approver means no; an
+//     answer that does not carry this call's key ([approval.CallKey]) is
+//     no answer; the receipt names the approver and how the answer came,
+//     and a call a lasting answer allows later says it came by a grant;
 //  4. writes the authorization receipt to the evidence log, durably,
 //     before anything runs; if it cannot, the call does not run;
 //  5. after a call that ran, writes its execution outcome.
