@@ -50,12 +50,12 @@ Requests that arrive meanwhile wait in a queue, one per proxy session at a
 time: a session's next request joins it once the one before is answered or
 withdrawn, so the sessions take turns. When stdin is not a terminal, lines
 read ahead answer the next requests in turn. --auto answers every request by
-itself (for demonstrations and tests) and prints each.
+itself (for demonstrations and tests) and prints each. Ctrl-C stops it;
+calls still waiting are then denied.
 
 Each receipt says how its answer came: typed at a terminal (stdin and stdout
 both a terminal), piped (either is not: nobody is known to have read the
-request), or automatic (--auto).
-Ctrl-C stops it; calls still waiting are then denied.`,
+request), or automatic (--auto).`,
 	flags: flagged(func(fs *flag.FlagSet, f *approvalsFlags) {
 		fs.StringVar(&f.auto, "auto", "", "answer every request with `once` or deny, without asking")
 	}, runApprovals),
