@@ -31,10 +31,10 @@ var minuteChoices = []int{5, 15, 60}
 
 const defaultMinutes = 15
 
-// A Decider takes a person's answers to approval requests. An
-// [approval.Server] is one.
+// A Decider takes a person's answers to approval requests, each for the
+// request as the window showed it. An [approval.Server] is one.
 type Decider interface {
-	Decide(ref string, scope approval.Scope, minutes int) error
+	Decide(shown approval.Request, a approval.Answer) error
 }
 
 var _ Decider = (*approval.Server)(nil)
@@ -260,7 +260,9 @@ func (a *approvals) answer(scope approval.Scope) {
 	if a.decider == nil {
 		err = fmt.Errorf("decide: %w", approval.ErrNotOpen)
 	} else {
-		err = a.decider.Decide(w.req.ID, scope, minutes)
+		// A button of this window took it: that is all the window can tell
+		// of who pressed it.
+		err = a.decider.Decide(w.req, approval.Answer{Scope: scope, Minutes: minutes, Via: approval.ViaWindow})
 	}
 	a.queue = slices.Delete(a.queue, a.cur, a.cur+1)
 	a.cur = min(a.cur, max(len(a.queue)-1, 0))

@@ -226,8 +226,8 @@ func TestApprovalAnswers(t *testing.T) {
 			if a.err != nil {
 				t.Fatalf("Ask: %v, want a decision", a.err)
 			}
-			if a.d.Scope != tt.scope || a.d.Minutes != tt.minutes || a.d.Approver != "tray" {
-				t.Errorf("decision = %s for %d minutes by %q, want %s for %d by \"tray\"", a.d.Scope, a.d.Minutes, a.d.Approver, tt.scope, tt.minutes)
+			if a.d.Scope != tt.scope || a.d.Minutes != tt.minutes || a.d.Approver != "tray" || a.d.Via != approval.ViaWindow {
+				t.Errorf("decision = %s for %d minutes by %q via %q, want %s for %d by \"tray\" via window", a.d.Scope, a.d.Minutes, a.d.Approver, a.d.Via, tt.scope, tt.minutes)
 			}
 			if h.ui.approvals.visible {
 				t.Error("the approval window stays open after its last request was answered")
@@ -424,7 +424,7 @@ func TestApprovalAnswerAfterWithdraw(t *testing.T) {
 // closedDecider answers that no request is open.
 type closedDecider struct{}
 
-func (closedDecider) Decide(ref string, _ approval.Scope, _ int) error {
+func (closedDecider) Decide(approval.Request, approval.Answer) error {
 	return approval.ErrNotOpen
 }
 

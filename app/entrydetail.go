@@ -264,6 +264,9 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 			if a.Until != "" {
 				by += " until " + a.Until
 			}
+			if w := viaWords(a.Via); w != "" {
+				by += " (" + w + ")"
+			}
 			fact("Answered by", by, false)
 		}
 		fact("Session", r.Session, true)
@@ -437,4 +440,24 @@ func (d *entryDetail) erase(v *entryView) {
 	}, d.p.u.win)
 	dlg.Resize(fyne.NewSize(520, 0))
 	dlg.Show()
+}
+
+// viaWords says how an answer came, from a receipt's approver via: "" when
+// the receipt does not say (it is older than the member).
+func viaWords(via string) string {
+	switch via {
+	case "":
+		return ""
+	case entry.ViaWindow:
+		return "in the approval window"
+	case entry.ViaTerminal:
+		return "typed in a terminal"
+	case entry.ViaPiped:
+		return "read from piped input: nobody is known to have seen it"
+	case entry.ViaAutomatic:
+		return "answered automatically: nobody was asked"
+	case entry.ViaGrant:
+		return "an earlier answer reused: nobody was asked about this call"
+	}
+	return plainLine(via)
 }

@@ -1210,3 +1210,47 @@ func (k hangingKeychain) SigningKey() (ed25519.PrivateKey, error) {
 	<-k.block
 	return nil, errors.New("unblocked")
 }
+
+// TestHistoryEntryApprover: an entry says how its approval came, and one
+// written before receipts said it shows who answered alone.
+func TestHistoryEntryApprover(t *testing.T) {
+	h := newHarness(t, nil)
+	l := h.seeded(5)
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		approver entry.Approver
+		want     string
+	}{
+		{"piped", entry.Approver{Kind: "terminal", Scope: "once", Via: entry.ViaPiped}, "terminal: once (read from piped input: nobody is known to have seen it)"},
+		{"automatic", entry.Approver{Kind: "terminal", Scope: "once", Via: entry.ViaAutomatic}, "terminal: once (answered automatically: nobody was asked)"},
+		{"a grant", entry.Approver{Kind: "tray", Scope: "session", Via: entry.ViaGrant}, "tray: session (an earlier answer reused: nobody was asked about this call)"},
+		{"before via", entry.Approver{Kind: "tray", Scope: "once"}, "tray: once"},
+	}
+	var ids []string
+	for _, tt := range tests {
+		r, err := l.AppendReceipt(ctx, entry.Receipt{Capability: "mcp.files.write_file", Server: "files", Tool: "write_file",
+			Decision: entry.Allow, Rule: "default:high", Approver: &tt.approver, Client: entry.Client{Name: "cursor"}}, []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	h.useClock()
+	p := h.openHistory()
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := slices.IndexFunc(p.hl.hits, func(x receipts.Hit) bool { return x.ID == ids[i] })
+			if k < 0 {
+				t.Fatal("the call is not in the history")
+			}
+			p.list.Select(k)
+			h.wait("the entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == ids[i] })
+			d := objectText(p.detail.content)
+			assertShows(t, d, tt.want)
+			if tt.approver.Via == "" {
+				assertHides(t, d, tt.want+" (")
+			}
+		})
+	}
+}

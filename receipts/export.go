@@ -1002,6 +1002,9 @@ func (w *bundleWriter) describe(e *entry.Entry) entryRow {
 				if a.Until != "" {
 					r.Approver += " until " + a.Until
 				}
+				if a.Via != "" {
+					r.Approver += " (" + a.Via + ")"
+				}
 			}
 			if b.ArgsNotKept != nil {
 				r.Detail = "arguments " + b.ArgsNotKept.String()

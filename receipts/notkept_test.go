@@ -280,3 +280,35 @@ func TestEraseNotKept(t *testing.T) {
 		t.Errorf("report: erasures %+v, not kept %+v; want the erasure alone", rep.Erasures, rep.NotKept)
 	}
 }
+
+// TestExportApproverVia: the views of an export say how an approval came,
+// and a receipt written before they said so reads as before.
+func TestExportApproverVia(t *testing.T) {
+	ctx := context.Background()
+	l, _ := MustOpen(t, newKey(t))
+	for _, a := range []entry.Approver{
+		{Kind: "terminal", Scope: "once", Via: entry.ViaPiped},
+		{Kind: "tray", Scope: "session"},
+	} {
+		if _, err := l.AppendReceipt(ctx, entry.Receipt{Capability: "mcp.files.write_file", Server: "files", Tool: "write_file",
+			Decision: entry.Allow, Rule: "default:high", Approver: &a, Client: entry.Client{Name: "cursor"}}, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "b")
+	if _, err := l.Export(ctx, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	verifyDir(t, out)
+	for _, name := range []string{verify.FileCSV, verify.FileReport} {
+		b, _ := os.ReadFile(filepath.Join(out, name))
+		for _, want := range []string{"terminal once (piped)", "tray session"} {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("%s does not say %q", name, want)
+			}
+		}
+		if bytes.Contains(b, []byte("tray session (")) {
+			t.Errorf("%s says how an answer came for a receipt that does not", name)
+		}
+	}
+}

@@ -50,8 +50,12 @@ Requests that arrive meanwhile wait in a queue, one per proxy session at a
 time: a session's next request joins it once the one before is answered or
 withdrawn, so the sessions take turns. When stdin is not a terminal, lines
 read ahead answer the next requests in turn. --auto answers every request by
-itself (for demonstrations and tests) and prints each.
-Ctrl-C stops it; calls still waiting are then denied.`,
+itself (for demonstrations and tests) and prints each. Ctrl-C stops it;
+calls still waiting are then denied.
+
+Each receipt says how its answer came: typed at a terminal (stdin and stdout
+both a terminal), piped (either is not: nobody is known to have read the
+request), or automatic (--auto).`,
 	flags: flagged(func(fs *flag.FlagSet, f *approvalsFlags) {
 		fs.StringVar(&f.auto, "auto", "", "answer every request with `once` or deny, without asking")
 	}, runApprovals),
@@ -106,7 +110,7 @@ func runApprovals(ctx context.Context, c *cli, fs *flag.FlagSet, f *approvalsFla
 		<-served // Serve has closed ln: the socket is gone
 	}()
 
-	a := &approver{c: c, srv: srv, auto: auto}
+	a := &approver{c: c, srv: srv, auto: auto, via: approval.ViaAutomatic}
 	fmt.Fprintf(c.stderr, "gatehouse approvals: listening on %s\n", ln.Path())
 	if auto != "" {
 		fmt.Fprintf(c.stderr, "gatehouse approvals: answering every request with %q (Ctrl-C to stop)\n", auto)
@@ -120,8 +124,15 @@ func runApprovals(ctx context.Context, c *cli, fs *flag.FlagSet, f *approvalsFla
 	var lines chan string
 	if auto == "" {
 		lines = make(chan string)
-		f, ok := c.stdin.(*os.File)
-		a.terminal = ok && term.IsTerminal(int(f.Fd()))
+		a.terminal = isTerminal(c.stdin)
+		// A key typed at a terminal that shows the requests may be a
+		// person's; anything else is recorded as piped.
+		a.via = approval.ViaPiped
+		if a.terminal && isTerminal(c.stdout) {
+			a.via = approval.ViaTerminal
+		} else {
+			fmt.Fprintf(c.stderr, "gatehouse approvals: stdin or stdout is not a terminal: receipts will say the answers were piped\n")
+		}
 		go func() {
 			defer close(lines)
 			sc := bufio.NewScanner(c.stdin)
@@ -201,7 +212,8 @@ type approver struct {
 	c          *cli
 	srv        *approval.Server
 	auto       approval.Scope
-	terminal   bool // stdin is a terminal: answers are never read ahead
+	via        approval.Via // how its answers come: automatic, terminal or piped
+	terminal   bool         // stdin is a terminal: answers are never read ahead
 	queue      []queued
 	seen       int      // requests shown so far, for their numbers
 	minutes    bool     // the next line is the number of minutes
@@ -335,7 +347,7 @@ func (a *approver) decideHead(scope approval.Scope, minutes int) {
 }
 
 func (a *approver) decide(q queued, scope approval.Scope, minutes int) {
-	if err := a.srv.Decide(q.req.ID, scope, minutes); err != nil {
+	if err := a.srv.Decide(q.req, approval.Answer{Scope: scope, Minutes: minutes, Via: a.via}); err != nil {
 		// Withdrawn between the prompt and the answer.
 		fmt.Fprintf(a.c.stdout, "→ #%d: %v\n", q.n, err)
 		return
@@ -360,6 +372,12 @@ func (a *approver) decide(q queued, scope approval.Scope, minutes int) {
 		what += " (--auto)"
 	}
 	fmt.Fprintf(a.c.stdout, "→ #%d %s\n", q.n, what)
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
 }
 
 // parseAnswer reads an answer: a letter or a word, and for minutes maybe

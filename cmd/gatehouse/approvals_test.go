@@ -80,8 +80,8 @@ func TestApprovalsAuto(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Ask = %v", err)
 	}
-	if d.Scope != approval.ScopeOnce || d.Approver != "terminal" {
-		t.Errorf("decision = %+v, want once from terminal", d)
+	if d.Scope != approval.ScopeOnce || d.Approver != "terminal" || d.Via != approval.ViaAutomatic {
+		t.Errorf("decision = %+v, want once from terminal, automatic", d)
 	}
 	stdout.expect(t, `(?s)#1  claude-code → github\.create_issue.*"title": "Crash".*→ #1 approved once \(--auto\)`)
 
@@ -214,14 +214,15 @@ func TestApprovalsAnswersAhead(t *testing.T) {
 	stderr.expect(t, `listening on `)
 	for i, want := range []approval.Scope{approval.ScopeSession, approval.ScopeDeny} {
 		d, err := approval.Ask(context.Background(), socket, approvalCall(fmt.Sprintf(`{"n":%d}`, i)), time.Minute, nil)
-		if err != nil || d.Scope != want {
-			t.Fatalf("Ask %d = %+v, %v; want %s\n%s\n%s", i+1, d, err, want, stdout, stderr)
+		if err != nil || d.Scope != want || d.Via != approval.ViaPiped {
+			t.Fatalf("Ask %d = %+v, %v; want %s, piped\n%s\n%s", i+1, d, err, want, stdout, stderr)
 		}
 	}
 	if c := <-code; c != 0 {
 		t.Errorf("exit status %d, want 0\n%s", c, stderr)
 	}
 	stdout.expect(t, `(?s)#1: .*\? s\n→ #1 approved for this session\n.*#2: .*\? d\n→ #2 denied\n`)
+	stderr.expect(t, `stdin or stdout is not a terminal: receipts will say the answers were piped`)
 	if _, err := os.Stat(socket); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket after the answers ran out: %v, want it removed", err)
 	}

@@ -29,6 +29,28 @@
 // A timeout never produces a decision: only a person's answer does, through
 // [Server.Decide]. Nothing a proxy sends can approve anything.
 //
+// # Bound to the call
+//
+// An answer is for the call it was shown with, and for no other. The
+// approver passes [Server.Decide] the request as it showed it, and the
+// server refuses the answer ([ErrNotOpen]) unless a request with that ID
+// and that Key is open: a request withdrawn while on screen and replaced by
+// another call under the same ID is not answered by a look at the first.
+// Every [Decision] carries the Key of the request it answers, and [Ask]
+// refuses a decision whose Key is not the one it asked with ([ErrProtocol]);
+// the gate checks it again against the call before it runs.
+//
+// # How an answer was given
+//
+// A decision says how the approver took it ([Via]): a button of the app's
+// approval window ([ViaWindow]), a key typed in `gatehouse approvals` with
+// its input and output a terminal ([ViaTerminal]), a line it read from input
+// that is not a terminal ([ViaPiped]), a rule of the approver that answers
+// without asking (`--auto`, [ViaAutomatic]), or an earlier answer reused
+// for another call ([ViaGrant]). That is what the approver could tell, no
+// more: a program running as the user can still drive the window or a
+// terminal.
+//
 // # Identical calls
 //
 // A request's Key is computed by Ask with [CallKey]: a SHA-256 over the
@@ -95,16 +117,16 @@
 // and the fields of that type; unknown fields, types, scopes and versions
 // are errors. One connection carries one request:
 //
-//	proxy → approver  {"v":1,"type":"request","request":{...}}
-//	approver → proxy  {"v":1,"type":"pending","id":"ID","approver":"terminal"}
-//	approver → proxy  {"v":1,"type":"decision","decision":{"id":"ID","scope":"minutes","minutes":15,"approver":"terminal","decided":"2025-06-01T12:00:00Z"}}
+//	proxy → approver  {"v":2,"type":"request","request":{...}}
+//	approver → proxy  {"v":2,"type":"pending","id":"ID","approver":"terminal"}
+//	approver → proxy  {"v":2,"type":"decision","decision":{"id":"ID","key":"KEY","scope":"minutes","minutes":15,"approver":"terminal","via":"terminal","decided":"2025-06-01T12:00:00Z"}}
 //
 // The approver answers a request with "pending" (it is on screen, and a
 // "decision" follows when the person answers) or at once with a "decision"
 // (an answer was kept for this call), or with {"type":"error","error":"..."}
 // and closes. When its wait ends, the proxy sends
-// {"v":1,"type":"detach","id":"ID"}; the approver answers
-// {"v":1,"type":"detached","id":"ID"} (the request stays open) or, if the
+// {"v":2,"type":"detach","id":"ID"}; the approver answers
+// {"v":2,"type":"detached","id":"ID"} (the request stays open) or, if the
 // person answered in the meantime, the "decision". A proxy that
 // closes the connection without detaching has gone away (its call was
 // cancelled, or it exited): the request is withdrawn unless another asker
@@ -131,7 +153,10 @@
 //	                agent approval is pending (Ask sets it from its wait)
 //
 // Scopes are "once", "session", "minutes" (with "minutes" from 1 to
-// [MaxMinutes]), "always", "deny" and "always-deny".
+// [MaxMinutes]), "always", "deny" and "always-deny". A decision's "key" is
+// the Key of the request it answers, and "via" how it was given: "window",
+// "terminal", "piped", "automatic" or "grant". Version 1 had neither; the
+// two versions refuse each other.
 //
 // # Who may connect
 //
@@ -161,10 +186,14 @@
 // What this does not do: it does not contain code running as the user. Any
 // process of the user can ask (asking cannot approve anything); one that can
 // write to the folder the Gatehouse programs are installed in, or drive the
-// real app's window, or attach a debugger to it, can still answer in a
-// person's place; credentials are those of the process that connected, even
-// if it has since handed the connection on. That is Gatehouse's claim
-// boundary. On macOS and the BSDs there is no peer check yet, only the
+// real app's window, or type into the terminal approver's terminal, or
+// attach a debugger to it, can still answer in a person's place;
+// credentials are those of the process that connected (for the approver:
+// the one that listened), even if it has since handed the connection on or
+// run another program, so a program that listens and then runs a Gatehouse
+// program in its own process passes the check. A decision's [Via] is what
+// the approver could tell, and such answers say "window" or "terminal".
+// That is Gatehouse's claim boundary. On macOS and the BSDs there is no peer check yet, only the
 // folder's permissions.
 //
 // On Windows, the standard library has no named pipes, so the socket is a
@@ -182,7 +211,7 @@ import (
 )
 
 // Version is the wire protocol's version, sent as "v" in every message.
-const Version = 1
+const Version = 2
 
 // Limits of the wire protocol.
 const (
@@ -313,17 +342,79 @@ func (s Scope) Allows() bool {
 	return false
 }
 
-// A Decision is a person's answer to a request.
+// A Via is how an approver took an answer: what it could tell of who gave
+// it.
+type Via string
+
+// The ways an answer comes.
+const (
+	// ViaWindow: a button of the app's approval window, clicked or pressed
+	// with a key.
+	ViaWindow Via = "window"
+	// ViaTerminal: a key typed in the terminal approver, whose input and
+	// output were both a terminal.
+	ViaTerminal Via = "terminal"
+	// ViaPiped: a line the terminal approver read from input that is not a
+	// terminal (a pipe, a file), or wrote its prompt where no terminal
+	// shows it. Nobody is known to have read the request.
+	ViaPiped Via = "piped"
+	// ViaAutomatic: a rule of the approver answered, with nobody asked
+	// (`gatehouse approvals --auto`).
+	ViaAutomatic Via = "automatic"
+	// ViaGrant: nobody was asked about this call: an answer given earlier
+	// ("session", "minutes", "always") was used again. Only the approver's
+	// server and the gate set it, never [Server.Decide]'s caller.
+	ViaGrant Via = "grant"
+)
+
+// ParseVia returns the way named s, or an error for any other string.
+func ParseVia(s string) (Via, error) {
+	switch v := Via(s); v {
+	case ViaWindow, ViaTerminal, ViaPiped, ViaAutomatic, ViaGrant:
+		return v, nil
+	}
+	return "", fmt.Errorf("unknown way of answering %q", s)
+}
+
+// UnmarshalText accepts the known ways only.
+func (v *Via) UnmarshalText(b []byte) error {
+	w, err := ParseVia(string(b))
+	if err != nil {
+		return err
+	}
+	*v = w
+	return nil
+}
+
+// Person reports whether an answer that came this way may have been a
+// person's, as far as the approver could tell: by the window or at a
+// terminal.
+func (v Via) Person() bool { return v == ViaWindow || v == ViaTerminal }
+
+// An Answer is what an approver took for one request: the scope, for how
+// many minutes, and how it came.
+type Answer struct {
+	Scope   Scope
+	Minutes int // for ScopeMinutes: 1 to MaxMinutes; else 0
+	Via     Via
+}
+
+// A Decision is an approver's answer to a request.
 type Decision struct {
 	// ID is the request's ID.
-	ID    string `json:"id"`
+	ID string `json:"id"`
+	// Key is the Key of the request answered: the call, and no other, that
+	// the answer is for.
+	Key   string `json:"key"`
 	Scope Scope  `json:"scope"`
 	// Minutes is how long a ScopeMinutes decision lasts, from Decided; zero
 	// for other scopes.
 	Minutes int `json:"minutes,omitempty"`
 	// Approver names the approver that took the answer: "terminal", "tray".
 	Approver string `json:"approver"`
-	// Decided is when the person answered.
+	// Via is how the approver took it.
+	Via Via `json:"via"`
+	// Decided is when the answer was given.
 	Decided time.Time `json:"decided"`
 }
 
@@ -338,6 +429,12 @@ func (d Decision) Until() time.Time {
 
 func (d *Decision) validate() error {
 	if err := checkField("id", d.ID, true); err != nil {
+		return err
+	}
+	if !isKey(d.Key) {
+		return errors.New("key must be 64 hex digits")
+	}
+	if _, err := ParseVia(string(d.Via)); err != nil {
 		return err
 	}
 	if _, err := ParseScope(string(d.Scope)); err != nil {
@@ -392,7 +489,7 @@ func (r *Request) validate() error {
 	if err := checkField("id", r.ID, true); err != nil {
 		return err
 	}
-	if len(r.Key) != 64 || !isLowerHex(r.Key) {
+	if !isKey(r.Key) {
 		return fmt.Errorf("key must be 64 hex digits")
 	}
 	for _, f := range []struct {
@@ -448,6 +545,9 @@ func checkField(name, v string, required bool) error {
 	}
 	return nil
 }
+
+// isKey reports whether s has the form of a Key: 64 lowercase hex digits.
+func isKey(s string) bool { return len(s) == 64 && isLowerHex(s) }
 
 func isLowerHex(s string) bool {
 	for _, c := range []byte(s) {

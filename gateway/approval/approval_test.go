@@ -173,7 +173,7 @@ func TestAskDecide(t *testing.T) {
 	if left := time.Until(shown.WaitUntil); left <= forever-time.Minute || left > forever {
 		t.Errorf("shown WaitUntil is %v from now, want about the asker's wait, %v", left, forever)
 	}
-	if err := srv.Decide(shown.ID, ScopeMinutes, 15); err != nil {
+	if err := srv.Decide(shown, Answer{Scope: ScopeMinutes, Minutes: 15, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	r := recv(t, got)
@@ -187,7 +187,7 @@ func TestAskDecide(t *testing.T) {
 	if got, want := d.Until().Sub(d.Decided), 15*time.Minute; got != want {
 		t.Errorf("Until - Decided = %v, want %v", got, want)
 	}
-	if err := srv.Decide(shown.ID, ScopeOnce, 0); !errors.Is(err, ErrNotOpen) {
+	if err := srv.Decide(shown, Answer{Scope: ScopeOnce, Via: ViaTerminal}); !errors.Is(err, ErrNotOpen) {
 		t.Errorf("Decide on an answered request = %v, want ErrNotOpen", err)
 	}
 	if len(srv.Requests()) != 0 {
@@ -216,7 +216,7 @@ func TestPendingThenIdenticalCall(t *testing.T) {
 		}
 	}
 	shown := recv(t, ui.shown)
-	if err := srv.Decide(shown.Key, ScopeOnce, 0); err != nil { // by Key this time
+	if err := srv.Decide(shown, Answer{Scope: ScopeOnce, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	// Another argument order is the same call; a zero wait proves it is at once.
@@ -230,9 +230,9 @@ func TestPendingThenIdenticalCall(t *testing.T) {
 	if _, err := Ask(context.Background(), path, call(`{"title":"Bug"}`), 0, nil); !errors.Is(err, ErrPending) {
 		t.Fatalf("third Ask = %v, want ErrPending", err)
 	}
-	recv(t, ui.shown)
+	third := recv(t, ui.shown)
 	// A different call does not get an answer meant for another.
-	if err := srv.Decide(shown.Key, ScopeAlways, 0); err != nil {
+	if err := srv.Decide(third, Answer{Scope: ScopeAlways, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Ask(context.Background(), path, call(`{"title":"Other"}`), 0, nil); !errors.Is(err, ErrPending) {
@@ -258,7 +258,7 @@ func TestPendingThenWaitAgain(t *testing.T) {
 	})
 	recv(t, joined) // progress means it is waiting
 	none(t, ui.shown)
-	if err := srv.Decide(shown.ID, ScopeSession, 0); err != nil {
+	if err := srv.Decide(shown, Answer{Scope: ScopeSession, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	if r := recv(t, got); r.err != nil || r.d.Scope != ScopeSession {
@@ -289,7 +289,7 @@ func TestKeptDecisions(t *testing.T) {
 			if _, err := Ask(context.Background(), path, call(`{}`), 0, nil); !errors.Is(err, ErrPending) {
 				t.Fatalf("Ask = %v, want ErrPending", err)
 			}
-			if err := srv.Decide(recv(t, ui.shown).ID, tt.scope, tt.minutes); err != nil {
+			if err := srv.Decide(recv(t, ui.shown), Answer{Scope: tt.scope, Minutes: tt.minutes, Via: ViaTerminal}); err != nil {
 				t.Fatal(err)
 			}
 			for i, session := range tt.next {
@@ -314,7 +314,7 @@ func TestKeptDecisionExpires(t *testing.T) {
 	t.Parallel()
 	srv, ui, path := startServer(t, &Options{Approver: "test", Keep: time.Nanosecond})
 	Ask(context.Background(), path, call(`{}`), 0, nil)
-	if err := srv.Decide(recv(t, ui.shown).ID, ScopeAlways, 0); err != nil {
+	if err := srv.Decide(recv(t, ui.shown), Answer{Scope: ScopeAlways, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Ask(context.Background(), path, call(`{}`), 0, nil); !errors.Is(err, ErrPending) {
@@ -348,7 +348,7 @@ func TestTwoProxiesSameKey(t *testing.T) {
 	none(t, ui.shown)
 	// "once" lets one of the two identical calls run: the one shown. The
 	// other is shown again, for an answer of its own.
-	if err := srv.Decide(shown.ID, ScopeOnce, 0); err != nil {
+	if err := srv.Decide(shown, Answer{Scope: ScopeOnce, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	first, other, gFirst, gOther := "proxy-a", "proxy-b", ga, gb
@@ -363,7 +363,7 @@ func TestTwoProxiesSameKey(t *testing.T) {
 	if again.ID != other || again.Key != shown.Key {
 		t.Errorf("shown again: %+v, want %s's request", again, other)
 	}
-	if err := srv.Decide(again.ID, ScopeDeny, 0); err != nil {
+	if err := srv.Decide(again, Answer{Scope: ScopeDeny, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	if r := recv(t, gOther); r.err != nil || r.d.ID != other || r.d.Scope != ScopeDeny {
@@ -395,7 +395,7 @@ func TestSameKeyScopes(t *testing.T) {
 			t.Fatalf("%d calls wait on the request, want 3", n)
 		}
 	}
-	if err := srv.Decide(shown.ID, ScopeSession, 0); err != nil {
+	if err := srv.Decide(shown, Answer{Scope: ScopeSession, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range []<-chan result{ga, gb} {
@@ -407,7 +407,7 @@ func TestSameKeyScopes(t *testing.T) {
 	if again.ID != "c" || again.Session != "s2" {
 		t.Fatalf("shown again: %+v, want c's request (session s2)", again)
 	}
-	if err := srv.Decide(again.ID, ScopeAlways, 0); err != nil {
+	if err := srv.Decide(again, Answer{Scope: ScopeAlways, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	if r := recv(t, gc); r.err != nil || r.d.Scope != ScopeAlways {
@@ -428,7 +428,7 @@ func TestProxyGoneWithdraws(t *testing.T) {
 	if id := recv(t, ui.withdrawn); id != shown.ID {
 		t.Errorf("withdrawn %q, want %q", id, shown.ID)
 	}
-	if err := srv.Decide(shown.ID, ScopeOnce, 0); !errors.Is(err, ErrNotOpen) {
+	if err := srv.Decide(shown, Answer{Scope: ScopeOnce, Via: ViaTerminal}); !errors.Is(err, ErrNotOpen) {
 		t.Errorf("Decide on a withdrawn request = %v, want ErrNotOpen", err)
 	}
 	// A proxy going away does not withdraw a request another still waits on.
@@ -448,7 +448,7 @@ func TestProxyGoneWithdraws(t *testing.T) {
 	cancel()
 	recv(t, got)
 	none(t, ui.withdrawn)
-	if err := srv.Decide(kept.ID, ScopeOnce, 0); err != nil {
+	if err := srv.Decide(kept, Answer{Scope: ScopeOnce, Via: ViaTerminal}); err != nil {
 		t.Errorf("Decide on the request the first proxy left open = %v", err)
 	}
 }
@@ -483,7 +483,7 @@ func TestDecisionCrossesDetach(t *testing.T) {
 	if m := readMsg(t, lr); m.Type != typePending {
 		t.Fatalf("got %s, want pending", m.Type)
 	}
-	if err := srv.Decide(recv(t, ui.shown).ID, ScopeAlways, 0); err != nil {
+	if err := srv.Decide(recv(t, ui.shown), Answer{Scope: ScopeAlways, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	// The approver may have sent the decision and closed already.
@@ -538,7 +538,7 @@ func TestDecisionBeforeStop(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(ctx, ln) }()
 		got := askAsync(context.Background(), path, call(`{}`), forever, nil)
-		if err := srv.Decide(recv(t, ui.shown).ID, ScopeOnce, 0); err != nil {
+		if err := srv.Decide(recv(t, ui.shown), Answer{Scope: ScopeOnce, Via: ViaTerminal}); err != nil {
 			t.Fatal(err)
 		}
 		cancel()
@@ -610,10 +610,11 @@ func TestMalformedFromClient(t *testing.T) {
 	}{
 		{"not JSON", "hello\n", "not a JSON object"},
 		{"no version", `{"type":"request"}` + "\n", "no protocol version"},
-		{"future version", `{"v":2,"type":"request","shiny":true}` + "\n", "protocol version 2, want 1"},
+		{"future version", `{"v":3,"type":"request","shiny":true}` + "\n", "protocol version 3, want 2"},
+		{"version 1", `{"v":1,"type":"request","request":{}}` + "\n", "protocol version 1, want 2"},
 		{"unknown field", strings.Replace(line(&message{Type: typeRequest, Request: &good}), `"type"`, `"color":1,"type"`, 1), "unknown field"},
-		{"unknown type", `{"v":1,"type":"approve","id":"x"}` + "\n", `unknown message type "approve"`},
-		{"a decision from a proxy", line(&message{Type: typeDecision, Decision: &Decision{ID: "x", Scope: ScopeAlways, Approver: "me", Decided: time.Now()}}), "decision message where a request was due"},
+		{"unknown type", `{"v":2,"type":"approve","id":"x"}` + "\n", `unknown message type "approve"`},
+		{"a decision from a proxy", line(&message{Type: typeDecision, Decision: &Decision{ID: "x", Key: strings.Repeat("ab", 32), Scope: ScopeAlways, Approver: "me", Via: ViaWindow, Decided: time.Now()}}), "decision message where a request was due"},
 		{"detach first", line(&message{Type: typeDetach, ID: "x"}), "detach message where a request was due"},
 		{"trailing data", strings.TrimSuffix(line(&message{Type: typeRequest, Request: &good}), "\n") + " {}\n", "after top-level value"},
 		{"bad key", with(func(r *Request) { r.Key = "abc" }), "key must be 64 hex digits"},
@@ -621,9 +622,9 @@ func TestMalformedFromClient(t *testing.T) {
 		{"control character", with(func(r *Request) { r.Server = "a\x1b[2Jb" }), "server holds a control character"},
 		{"truncated but not a string", with(func(r *Request) { r.ArgsTruncated, r.ArgsSize = true, 99 }), "truncated args must be a JSON string"},
 		{"args not JSON", strings.Replace(line(&message{Type: typeRequest, Request: &good}), `"args":{}`, `"args":{`, 1), "malformed request"},
-		{"oversized line", `{"v":1,"type":"request","request":{"description":"` + strings.Repeat("x", MaxLine) + "\"}}\n", "message longer than"},
+		{"oversized line", `{"v":2,"type":"request","request":{"description":"` + strings.Repeat("x", MaxLine) + "\"}}\n", "message longer than"},
 		{"silence then close", "", ""},
-		{"half a line then close", `{"v":1,`, ""},
+		{"half a line then close", `{"v":2,`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -660,26 +661,37 @@ func TestMalformedFromClient(t *testing.T) {
 	_ = got
 }
 
+// keyMark stands for the request's Key in a reply: the impostor below puts
+// the Key in its place.
+const keyMark = "KEY-OF-THE-REQUEST"
+
 // An approver (or an impostor) sending nonsense makes Ask fail closed.
 func TestMalformedFromServer(t *testing.T) {
 	t.Parallel()
 	decision := func(f func(d *Decision)) func(id string) string {
 		return func(id string) string {
-			d := Decision{ID: id, Scope: ScopeOnce, Approver: "x", Decided: time.Now()}
+			d := Decision{ID: id, Key: keyMark, Scope: ScopeOnce, Approver: "x", Via: ViaWindow, Decided: time.Now()}
 			f(&d)
 			b, _ := encode(&message{Type: typeDecision, Decision: &d})
 			return string(b)
 		}
 	}
 	fixed := func(s string) func(string) string { return func(string) string { return s } }
-	pending := func(id string) string { return fmt.Sprintf(`{"v":1,"type":"pending","id":%q}`+"\n", id) }
+	pending := func(id string) string { return fmt.Sprintf(`{"v":2,"type":"pending","id":%q}`+"\n", id) }
 	tests := []struct {
 		name  string
 		reply func(id string) string
 		want  error
 	}{
 		{"not JSON", fixed("yes\n"), ErrProtocol},
-		{"future version", fixed(`{"v":2,"type":"decision"}` + "\n"), ErrProtocol},
+		{"future version", fixed(`{"v":3,"type":"decision"}` + "\n"), ErrProtocol},
+		{"version 1", func(id string) string {
+			return strings.Replace(decision(func(*Decision) {})(id), `"v":2`, `"v":1`, 1)
+		}, ErrProtocol},
+		{"decision for another call", decision(func(d *Decision) { d.Key = strings.Repeat("ab", 32) }), ErrProtocol},
+		{"decision without key", decision(func(d *Decision) { d.Key = "" }), ErrProtocol},
+		{"decision without via", decision(func(d *Decision) { d.Via = "" }), ErrProtocol},
+		{"unknown via", decision(func(d *Decision) { d.Via = "person" }), ErrProtocol},
 		{"unknown scope", func(id string) string {
 			return strings.Replace(decision(func(*Decision) {})(id), `"scope":"once"`, `"scope":"forever"`, 1)
 		}, ErrProtocol},
@@ -687,11 +699,11 @@ func TestMalformedFromServer(t *testing.T) {
 		{"minutes too many", decision(func(d *Decision) { d.Scope, d.Minutes = ScopeMinutes, MaxMinutes+1 }), ErrProtocol},
 		{"decision for another request", decision(func(d *Decision) { d.ID = "other" }), ErrProtocol},
 		{"decision without time", decision(func(d *Decision) { d.Decided = time.Time{} }), ErrProtocol},
-		{"detached before detach", func(id string) string { return fmt.Sprintf(`{"v":1,"type":"detached","id":%q}`+"\n", id) }, ErrProtocol},
+		{"detached before detach", func(id string) string { return fmt.Sprintf(`{"v":2,"type":"detached","id":%q}`+"\n", id) }, ErrProtocol},
 		{"pending then nonsense", func(id string) string { return pending(id) + "{}\n" }, ErrProtocol},
-		{"oversized line", fixed(`{"v":1,"type":"error","error":"` + strings.Repeat("x", maxReply) + "\"}\n"), ErrProtocol},
-		{"half a line", fixed(`{"v":1,"type":`), ErrProtocol},
-		{"an error", fixed(`{"v":1,"type":"error","error":"busy"}` + "\n"), ErrRejected},
+		{"oversized line", fixed(`{"v":2,"type":"error","error":"` + strings.Repeat("x", maxReply) + "\"}\n"), ErrProtocol},
+		{"half a line", fixed(`{"v":2,"type":`), ErrProtocol},
+		{"an error", fixed(`{"v":2,"type":"error","error":"busy"}` + "\n"), ErrRejected},
 		{"closes at once", fixed(""), ErrNoApprover},
 		{"closes while pending", pending, ErrNoApprover},
 	}
@@ -718,7 +730,7 @@ func TestMalformedFromServer(t *testing.T) {
 				if err != nil {
 					return
 				}
-				nc.Write([]byte(tt.reply(m.Request.ID)))
+				nc.Write([]byte(strings.ReplaceAll(tt.reply(m.Request.ID), keyMark, m.Request.Key)))
 			}()
 			_, err = Ask(context.Background(), path, call(`{}`), forever, nil)
 			if !errors.Is(err, tt.want) {
@@ -778,7 +790,7 @@ func TestStaleSocketReplaced(t *testing.T) {
 	defer cancel()
 	go srv.Serve(ctx, ln)
 	got := askAsync(context.Background(), path, call(`{}`), forever, nil)
-	if err := srv.Decide(recv(t, ui.shown).ID, ScopeDeny, 0); err != nil {
+	if err := srv.Decide(recv(t, ui.shown), Answer{Scope: ScopeDeny, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	if r := recv(t, got); r.err != nil || r.d.Scope != ScopeDeny || r.d.Scope.Allows() {
@@ -956,14 +968,19 @@ func TestDecideChecks(t *testing.T) {
 		scope   Scope
 		minutes int
 	}{{"forever", 0}, {ScopeMinutes, 0}, {ScopeMinutes, MaxMinutes + 1}, {ScopeOnce, 5}, {"", 0}} {
-		if err := srv.Decide(id, tt.scope, tt.minutes); err == nil {
+		if err := srv.Decide(openRequest(srv, id), Answer{Scope: tt.scope, Minutes: tt.minutes, Via: ViaTerminal}); err == nil {
 			t.Errorf("Decide(%q, %d) = nil, want an error", tt.scope, tt.minutes)
 		}
 	}
-	if err := srv.Decide("nobody", ScopeOnce, 0); !errors.Is(err, ErrNotOpen) {
+	if err := srv.Decide(openRequest(srv, "nobody"), Answer{Scope: ScopeOnce, Via: ViaTerminal}); !errors.Is(err, ErrNotOpen) {
 		t.Errorf("Decide on an unknown request = %v, want ErrNotOpen", err)
 	}
-	if err := srv.Decide(id, ScopeMinutes, MaxMinutes); err != nil {
+	for _, via := range []Via{"", "person", ViaGrant} {
+		if err := srv.Decide(openRequest(srv, id), Answer{Scope: ScopeOnce, Via: via}); err == nil {
+			t.Errorf("Decide via %q = nil, want an error", via)
+		}
+	}
+	if err := srv.Decide(openRequest(srv, id), Answer{Scope: ScopeMinutes, Minutes: MaxMinutes, Via: ViaTerminal}); err != nil {
 		t.Errorf("Decide for a day = %v", err)
 	}
 }
@@ -1067,6 +1084,82 @@ func TestApproverProgram(t *testing.T) {
 	for _, tt := range tests {
 		if err := approverProgram(tt.exe, tt.self); (err == nil) != tt.ok {
 			t.Errorf("approverProgram(%q, %q) = %v, want ok %v", tt.exe, tt.self, err, tt.ok)
+		}
+	}
+}
+
+// An answer is for the call shown: a request withdrawn while on screen and
+// replaced by another call under the same ID is not answered by it, and a
+// decision names the Key of the call it answers.
+func TestAnswerBoundToShownCall(t *testing.T) {
+	t.Parallel()
+	srv, ui, path := startServer(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	x := call(`{"title":"harmless"}`)
+	x.ID = "same-id"
+	gone := askAsync(ctx, path, x, forever, nil)
+	shown := recv(t, ui.shown)
+	cancel() // the asker goes away: withdrawn
+	recv(t, gone)
+	if got := recv(t, ui.withdrawn); got != "same-id" {
+		t.Fatalf("withdrawn %q, want same-id", got)
+	}
+	y := call(`{"title":"harmful"}`)
+	y.ID = "same-id"
+	mustPend(t, path, y)
+	replaced := recv(t, ui.shown)
+	if err := srv.Decide(shown, Answer{Scope: ScopeOnce, Via: ViaWindow}); !errors.Is(err, ErrNotOpen) {
+		t.Fatalf("Decide(the request shown before, once) = %v, want ErrNotOpen", err)
+	}
+	// Nothing was kept for the other call: it is still open.
+	if _, err := Ask(context.Background(), path, y, 0, nil); !errors.Is(err, ErrRejected) {
+		// y's ID is still open: the same ID again is refused.
+		t.Fatalf("Ask(the other call, same id) = %v, want ErrRejected", err)
+	}
+	y.ID = "another-id"
+	if _, err := Ask(context.Background(), path, y, 0, nil); !errors.Is(err, ErrPending) {
+		t.Fatalf("Ask(the other call) = %v, want ErrPending: no answer was given for it", err)
+	}
+	// Answered as shown, it is answered, with its Key.
+	if err := srv.Decide(replaced, Answer{Scope: ScopeOnce, Via: ViaWindow}); err != nil {
+		t.Fatalf("Decide(the request shown now) = %v", err)
+	}
+	y.ID = "third-id"
+	d, err := Ask(context.Background(), path, y, 0, nil)
+	if err != nil || d.Key != replaced.Key || d.Via != ViaWindow {
+		t.Fatalf("Ask(the other call) = %+v, %v; want once with key %s via window", d, err, replaced.Key)
+	}
+}
+
+// Two open requests never share an ID, even when the second would join the
+// first's call.
+func TestDuplicateIDRefused(t *testing.T) {
+	t.Parallel()
+	_, ui, path := startServer(t, nil)
+	mustPend(t, path, asked("one", "A", `{"n":1}`))
+	recv(t, ui.shown)
+	mustPend(t, path, asked("two", "A", `{"n":2}`))
+	for _, tt := range []struct{ name, args string }{
+		{"another call", `{"n":3}`},
+		{"the call of the other id", `{"n":2}`},
+	} {
+		mustReject(t, path, asked("one", "B", tt.args), "duplicate request id")
+	}
+}
+
+// A kept answer answers the call it was given for as the person gave it;
+// used again for an identical call, it is a grant: nobody was asked.
+func TestKeptAnswerReusedIsGrant(t *testing.T) {
+	t.Parallel()
+	srv, ui, path := startServer(t, nil)
+	mustPend(t, path, call(`{"title":"Bug"}`))
+	if err := srv.Decide(recv(t, ui.shown), Answer{Scope: ScopeAlways, Via: ViaTerminal}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []Via{ViaTerminal, ViaGrant, ViaGrant} {
+		d, err := Ask(context.Background(), path, call(`{"title":"Bug"}`), 0, nil)
+		if err != nil || d.Scope != ScopeAlways || d.Via != want {
+			t.Errorf("identical call %d = %+v, %v; want always via %s", i+1, d, err, want)
 		}
 	}
 }

@@ -31,6 +31,9 @@ var progressEvery = ProgressEvery
 // approver has the request). It sets req's ID (when empty) and Key, and cuts
 // Args, Description and Change to the protocol's limits.
 //
+// A nil error returns a decision for req: its ID and Key are req's. Ask
+// refuses one whose Key is another's ([ErrProtocol]).
+//
 // The error is [ErrNoApprover] when nobody listens or the approver stops,
 // [ErrPending] when the wait passed with no answer (the next identical call
 // gets it), [ErrRejected] or [ErrProtocol] when the approver refused the
@@ -70,7 +73,7 @@ func Ask(ctx context.Context, socketPath string, req Request, wait time.Duration
 	// withdraws the request.
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
-	a := &asker{nc: nc, lr: newLineReader(nc, maxReply), id: req.ID}
+	a := &asker{nc: nc, lr: newLineReader(nc, maxReply), id: req.ID, key: req.Key}
 	d1, err := a.ask(ctx, &req, start, wait, progress)
 	if err != nil && ctx.Err() != nil {
 		return Decision{}, ctx.Err()
@@ -80,9 +83,10 @@ func Ask(ctx context.Context, socketPath string, req Request, wait time.Duration
 
 // asker is one Ask's connection.
 type asker struct {
-	nc net.Conn
-	lr *lineReader
-	id string
+	nc  net.Conn
+	lr  *lineReader
+	id  string
+	key string // the request's Key: a decision MUST carry it
 }
 
 func (a *asker) ask(ctx context.Context, req *Request, start time.Time, wait time.Duration, progress func(time.Duration)) (Decision, error) {
@@ -188,6 +192,9 @@ func (a *asker) read() (*message, error) {
 	}
 	if id != a.id {
 		return nil, fmt.Errorf("%w: %s message for request %q, not %q", ErrProtocol, m.Type, shortField(id), a.id)
+	}
+	if m.Decision != nil && m.Decision.Key != a.key {
+		return nil, fmt.Errorf("%w: a decision for another call (key %.12s…, not %.12s…)", ErrProtocol, m.Decision.Key, a.key)
 	}
 	return m, nil
 }

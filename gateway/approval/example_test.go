@@ -17,8 +17,10 @@ import (
 // Decide when they answer.
 type autoApprover struct{ srv *approval.Server }
 
-func (a *autoApprover) Show(req approval.Request) { a.srv.Decide(req.ID, approval.ScopeOnce, 0) }
-func (a *autoApprover) Withdraw(id string)        {}
+func (a *autoApprover) Show(req approval.Request) {
+	a.srv.Decide(req, approval.Answer{Scope: approval.ScopeOnce, Via: approval.ViaAutomatic})
+}
+func (a *autoApprover) Withdraw(id string) {}
 
 func ExampleAsk() {
 	home, err := os.MkdirTemp("", "gatehouse-")

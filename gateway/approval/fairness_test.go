@@ -71,7 +71,7 @@ func TestSessionBound(t *testing.T) {
 	}
 
 	// An answer makes room for one more.
-	if err := srv.Decide("a1", ScopeOnce, 0); err != nil {
+	if err := srv.Decide(openRequest(srv, "a1"), Answer{Scope: ScopeOnce, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	if got := recv(t, ui.shown).ID; got != "a2" {
@@ -116,7 +116,7 @@ func TestJoinedRequestCounts(t *testing.T) {
 	}
 
 	// Once y is answered, it counts against neither.
-	if err := srv.Decide("y", ScopeAlways, 0); err != nil {
+	if err := srv.Decide(openRequest(srv, "y"), Answer{Scope: ScopeAlways, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	mustPend(t, path, asked("w", "B", `{"w":1}`))
@@ -138,7 +138,7 @@ func TestJoinedRequestCounts(t *testing.T) {
 	mustPend(t, path, asked("d1", "D", `{"d":1}`))
 	mustPend(t, path, asked("d2", "D", `{"d":2}`))
 	mustReject(t, path, asked("d3", "D", `{"d":3}`), atBound)
-	if err := srv.Decide("q", ScopeOnce, 0); err != nil {
+	if err := srv.Decide(openRequest(srv, "q"), Answer{Scope: ScopeOnce, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	if r := recv(t, got); r.err != nil || r.d.Scope != ScopeOnce {
@@ -163,7 +163,7 @@ func TestGlobalBound(t *testing.T) {
 	if got, want := openIDs(srv), "a1 a2 b1"; got != want {
 		t.Errorf("open requests: %s, want %s", got, want)
 	}
-	if err := srv.Decide("b1", ScopeDeny, 0); err != nil {
+	if err := srv.Decide(openRequest(srv, "b1"), Answer{Scope: ScopeDeny, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	mustPend(t, path, asked("c1", "C", `{"c":1}`))
@@ -189,7 +189,7 @@ func TestSessionsTakeTurns(t *testing.T) {
 	for len(screen) > 0 {
 		id := screen[0]
 		screen = screen[1:]
-		if err := srv.Decide(id, ScopeOnce, 0); err != nil {
+		if err := srv.Decide(openRequest(srv, id), Answer{Scope: ScopeOnce, Via: ViaTerminal}); err != nil {
 			t.Fatal(err)
 		}
 		answered = append(answered, id)
@@ -217,7 +217,7 @@ func TestWaitingRequestEnds(t *testing.T) {
 	if got, want := openIDs(srv), "a1"; got != want {
 		t.Errorf("open requests: %s, want %s", got, want)
 	}
-	if err := srv.Decide("a1", ScopeOnce, 0); err != nil {
+	if err := srv.Decide(openRequest(srv, "a1"), Answer{Scope: ScopeOnce, Via: ViaTerminal}); err != nil {
 		t.Fatal(err)
 	}
 	mustPend(t, path, asked("a3", "A", `{"a":3}`))
@@ -229,4 +229,15 @@ func TestWaitingRequestEnds(t *testing.T) {
 	// The UI hears of events in order: a withdrawal of a2 would have come
 	// before a3 was shown.
 	none(t, ui.withdrawn)
+}
+
+// openRequest returns the open request with the given ID, as the approver
+// shows it; one with no Key when none is open.
+func openRequest(srv *Server, id string) Request {
+	for _, r := range srv.Requests() {
+		if r.ID == id {
+			return r
+		}
+	}
+	return Request{ID: id}
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,6 +161,7 @@ type kept struct {
 	d       Decision // without ID
 	session string   // for ScopeSession: the only session it serves
 	until   time.Time
+	used    bool // it answered a call already: it answers the next as a grant
 }
 
 func (k *kept) serves(r *Request, now time.Time) bool {
@@ -268,31 +270,42 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// Decide answers the open request named by ref (the ID it was shown with,
-// or its Key) with scope, for minutes when scope is [ScopeMinutes]. The
-// proxies waiting for it that the answer covers get it (one, for
+// Decide answers the open request shown as shown (its ID and its Key) with
+// a. The proxies waiting for it that the answer covers get it (one, for
 // [ScopeOnce]; those of the shown session, for [ScopeSession]; else all);
 // the request is shown again, open, for the others. When none waits any
-// more, the answer is kept for the next identical call. It returns
-// [ErrNotOpen] when the request was answered, withdrawn, or never opened.
-func (s *Server) Decide(ref string, scope Scope, minutes int) error {
-	d := Decision{ID: "-", Scope: scope, Minutes: minutes, Approver: s.name, Decided: time.Now()}
+// more, the answer is kept for the next identical call.
+//
+// The answer MUST NOT reach a call other than the one shown: Decide returns
+// [ErrNotOpen] unless a request with shown's ID and Key is open, so a
+// request that was answered, withdrawn, or replaced by another call under
+// the same ID is not answered. An answer's Via is the caller's to say, and
+// may not be [ViaGrant].
+func (s *Server) Decide(shown Request, a Answer) error {
+	if a.Via == ViaGrant {
+		return fmt.Errorf("decide %s: an answer given now is not a grant", shown.ID)
+	}
+	// Checked with a stand-in for the Key, which is the open request's.
+	d := Decision{ID: "-", Key: strings.Repeat("0", 64), Scope: a.Scope, Minutes: a.Minutes, Approver: s.name, Via: a.Via, Decided: time.Now()}
 	if err := d.validate(); err != nil {
-		return fmt.Errorf("decide %s: %w", ref, err)
+		return fmt.Errorf("decide %s: %w", shown.ID, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.byID[ref]
-	if e == nil {
-		e = s.open[ref]
-	}
+	e := s.byID[shown.ID]
 	if e == nil || s.stopped {
-		return fmt.Errorf("decide %s: %w", ref, ErrNotOpen)
+		return fmt.Errorf("decide %s: %w", shown.ID, ErrNotOpen)
 	}
+	if e.req.Key != shown.Key {
+		s.log.Warn("an answer for another call under the same id was refused", slog.String("id", shown.ID))
+		return fmt.Errorf("decide %s: %w (another call has its id now)", shown.ID, ErrNotOpen)
+	}
+	d.Key = e.req.Key
+	scope := a.Scope
 	s.removeLocked(e)
 	defer s.showTurnsLocked()
 	s.log.Debug("decided", slog.String("id", e.req.ID), slog.String("scope", string(scope)),
-		slog.Int("waiting", len(e.waiters)))
+		slog.String("via", string(a.Via)), slog.Int("waiting", len(e.waiters)))
 	if len(e.waiters) == 0 {
 		until := d.Decided.Add(s.keep)
 		if scope == ScopeMinutes {
@@ -589,8 +602,17 @@ func (s *Server) ask(c *conn, req *Request) *message {
 		}
 		d := k.d
 		d.ID = req.ID
+		if k.used {
+			d.Via = ViaGrant // nobody was asked about this call
+		}
+		k.used = true
 		s.log.Debug("answered from a kept decision", slog.String("id", req.ID), slog.String("scope", string(d.Scope)))
 		return &message{Type: typeDecision, Decision: &d}
+	}
+	if s.idInUseLocked(req.ID) {
+		// An answer is bound to the request's Key, but the UI names it by
+		// its ID: no two open requests share one.
+		return &message{Type: typeError, Error: "duplicate request id"}
 	}
 	e := s.open[req.Key]
 	if e == nil || !e.wantedBy(req.Session, now) {
@@ -609,9 +631,6 @@ func (s *Server) ask(c *conn, req *Request) *message {
 				"the approver has reached its limit of %d open approval requests from all sessions: wait for a person to answer them, then call again",
 				s.maxOpen)}
 		}
-		if s.byID[req.ID] != nil {
-			return &message{Type: typeError, Error: "duplicate request id"}
-		}
 		s.seq++
 		e = &entry{req: *req, seq: s.seq, waiters: map[*conn]bool{}, lingers: map[string]time.Time{}}
 		s.open[req.Key] = e
@@ -627,6 +646,20 @@ func (s *Server) ask(c *conn, req *Request) *message {
 	c.e, c.id, c.session, c.linger = e, req.ID, req.Session, earliest(linger, now.Add(maxLinger))
 	e.waiters[c] = true
 	return &message{Type: typePending, ID: req.ID, Approver: s.name}
+}
+
+// idInUseLocked reports whether id names an open request, or a proxy
+// waiting on one.
+func (s *Server) idInUseLocked(id string) bool {
+	if s.byID[id] != nil {
+		return true
+	}
+	for c := range s.conns {
+		if c.e != nil && c.id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // detach records that c's proxy stopped waiting, and reports whether its

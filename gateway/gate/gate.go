@@ -9,7 +9,10 @@
 //     pin): a changed definition is held for a person to review;
 //  3. asks the approver when the policy says APPROVAL_REQUIRED, waiting a
 //     bounded time below the clients' own timeouts; an answer given later
-//     is picked up by the next identical call; no approver means no;
+//     is picked up by the next identical call; no approver means no; an
+//     answer that does not carry this call's key ([approval.CallKey]) is
+//     no answer; the receipt names the approver and how the answer came,
+//     and a call a lasting answer allows later says it came by a grant;
 //  4. writes the authorization receipt to the evidence log, durably,
 //     before anything runs; if it cannot, the call does not run;
 //  5. after a call that ran, writes its execution outcome.
@@ -120,8 +123,8 @@ type Gate struct {
 
 // grant is a person's lasting "yes" to a tool, for this session or a while.
 type grant struct {
-	approver *entry.Approver
-	until    time.Time // zero: for the session
+	approver *entry.Approver // as the receipts of the calls it allows name it: via a grant
+	until    time.Time       // zero: for the session
 }
 
 var _ gateway.Governor = (*Gate)(nil)
@@ -349,6 +352,12 @@ func (g *Gate) approve(ctx context.Context, c *gateway.Call, capability string, 
 	if c.Definition != nil {
 		req.Description = c.Definition.Description
 	}
+	// The answer must be for this call: the Key the request is shown with.
+	key, err := approval.CallKey(req)
+	if err != nil {
+		return fmt.Errorf("ask for approval: %w", err)
+	}
+	req.Key = key
 	var report func(time.Duration)
 	if progress != nil {
 		report = func(waited time.Duration) {
@@ -374,7 +383,15 @@ func (g *Gate) approve(ctx context.Context, c *gateway.Call, capability string, 
 	case err != nil:
 		return fmt.Errorf("ask for approval: %w", err)
 	}
-	d.approver = &entry.Approver{Kind: ans.Approver, Scope: string(ans.Scope)}
+	if ans.Key != key {
+		// An answer for other arguments (or another tool, server or
+		// client) is no answer for this call.
+		g.log.Warn("an approver's answer for another call was refused", slog.String("capability", capability))
+		d.verdict = policy.Deny
+		d.why = fmt.Sprintf("Gatehouse refused the approver's answer: it was for another call than this one (%s with these arguments), so the call did not run.", capability)
+		return nil
+	}
+	d.approver = &entry.Approver{Kind: ans.Approver, Scope: string(ans.Scope), Via: string(ans.Via)}
 	if until := ans.Until(); !until.IsZero() {
 		d.approver.Until = until.UTC().Format(time.RFC3339)
 	}
@@ -395,9 +412,9 @@ func (g *Gate) approve(ctx context.Context, c *gateway.Call, capability string, 
 	}
 	switch ans.Scope {
 	case approval.ScopeSession:
-		g.setGrant(capability, grant{approver: d.approver})
+		g.setGrant(capability, grant{approver: standing(d.approver)})
 	case approval.ScopeMinutes:
-		g.setGrant(capability, grant{approver: d.approver, until: ans.Until()})
+		g.setGrant(capability, grant{approver: standing(d.approver), until: ans.Until()})
 	case approval.ScopeAlways:
 		return g.addRule(ctx, capability, policy.Allow, ans)
 	}
@@ -411,7 +428,7 @@ func (g *Gate) addRule(ctx context.Context, capability string, verdict policy.De
 	if strings.Contains(capability, "*") {
 		g.log.Warn("a tool name with '*' cannot be a rule; the answer lasts for this session", slog.String("capability", capability))
 		if verdict == policy.Allow {
-			g.setGrant(capability, grant{approver: &entry.Approver{Kind: ans.Approver, Scope: string(approval.ScopeSession)}})
+			g.setGrant(capability, grant{approver: &entry.Approver{Kind: ans.Approver, Scope: string(approval.ScopeSession), Via: entry.ViaGrant}})
 		}
 		return nil
 	}
@@ -422,7 +439,7 @@ func (g *Gate) addRule(ctx context.Context, capability string, verdict policy.De
 	next := pol.Clone()
 	id := ruleID(verdict, capability)
 	next.Rules = append(removeRule(next.Rules, id), policy.Rule{ID: id, Capability: capability, Decision: verdict,
-		Note: fmt.Sprintf("answered %q by the %s approver at %s", ans.Scope, ans.Approver, ans.Decided.UTC().Format(time.RFC3339))})
+		Note: fmt.Sprintf("answered %q by the %s approver (%s) at %s", ans.Scope, ans.Approver, ans.Via, ans.Decided.UTC().Format(time.RFC3339))})
 	if _, err := g.cfg.Policies.Save(context.WithoutCancel(ctx), next); err != nil {
 		return fmt.Errorf("save the approver's rule: %w", err)
 	}
@@ -472,6 +489,15 @@ func (g *Gate) currentPolicy(ctx context.Context) (*policy.Policy, error) {
 	g.policy = p
 	g.mu.Unlock()
 	return p, nil
+}
+
+// standing returns how the receipts of the calls a lasting answer a allows
+// later name their approver: a's, as a grant, for nobody was asked about
+// them.
+func standing(a *entry.Approver) *entry.Approver {
+	g := *a
+	g.Via = entry.ViaGrant
+	return &g
 }
 
 func (g *Gate) grant(capability string) (grant, bool) {

@@ -33,6 +33,8 @@ type answer struct {
 	minutes int
 	err     error
 	decided time.Time
+	via     approval.Via // ViaTerminal when empty
+	key     string       // the Key answered; the request's when empty
 }
 
 func (a *approver) ask(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error) {
@@ -54,7 +56,14 @@ func (a *approver) ask(ctx context.Context, req approval.Request, wait time.Dura
 	if d.IsZero() {
 		d = time.Now()
 	}
-	return approval.Decision{ID: "q", Scope: ans.scope, Minutes: ans.minutes, Approver: "terminal", Decided: d}, nil
+	via, key := ans.via, ans.key
+	if via == "" {
+		via = approval.ViaTerminal
+	}
+	if key == "" {
+		key = req.Key
+	}
+	return approval.Decision{ID: "q", Key: key, Scope: ans.scope, Minutes: ans.minutes, Approver: "terminal", Via: via, Decided: d}, nil
 }
 
 func (a *approver) queue(ans ...answer) {
@@ -220,6 +229,58 @@ func TestScopes(t *testing.T) {
 	p, _ := h.pol.Current(context.Background())
 	if r := p.Rule("always-files-compile"); r == nil || r.Decision != policy.Allow {
 		t.Errorf("policy after always = %+v", p.Rules)
+	}
+}
+
+// The receipt says how the answer came, and a call a lasting answer allows
+// later says it was a grant: nobody was asked about it.
+func TestReceiptSaysHowAnswered(t *testing.T) {
+	for _, via := range []approval.Via{approval.ViaWindow, approval.ViaTerminal, approval.ViaPiped, approval.ViaAutomatic} {
+		t.Run(string(via), func(t *testing.T) {
+			h := newHarness(t)
+			def := tool("summarize", "sums up", nil)
+			h.app.queue(answer{scope: approval.ScopeSession, via: via})
+			first, err := h.call("summarize", def, `{"n":1}`)
+			if err != nil || !first.Allow {
+				t.Fatalf("call = %+v, %v", first, err)
+			}
+			want := entry.Approver{Kind: "terminal", Scope: "session", Via: string(via)}
+			if got := h.receipt(first.Receipt).Approver; got == nil || *got != want {
+				t.Errorf("receipt's approver = %+v, want %+v", got, want)
+			}
+			later, err := h.call("summarize", def, `{"n":2}`)
+			if err != nil || !later.Allow {
+				t.Fatalf("call = %+v, %v", later, err)
+			}
+			want.Via = entry.ViaGrant
+			if got := h.receipt(later.Receipt).Approver; got == nil || *got != want {
+				t.Errorf("receipt's approver for a call the session grant allowed = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// An answer whose Key is not the call's does not run the call.
+func TestAnswerForAnotherCall(t *testing.T) {
+	h := newHarness(t)
+	other, err := approval.CallKey(approval.Request{Server: "files", Tool: "summarize", Client: "claude-code", Args: json.RawMessage(`{"path":"/harmless"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.app.queue(answer{scope: approval.ScopeAlways, key: other})
+	a, err := h.call("summarize", tool("summarize", "sums up", nil), `{"path":"/harmful"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.receipt(a.Receipt)
+	if a.Allow || r.Decision != "DENY" || r.Approver != nil {
+		t.Errorf("allowed %v, receipt %s by %+v; want a denial with no approver", a.Allow, r.Decision, r.Approver)
+	}
+	if !strings.Contains(a.Message, "for another call") {
+		t.Errorf("message = %q, want it to say the answer was for another call", a.Message)
+	}
+	if p, _ := h.pol.Current(context.Background()); p.Rule("always-files-summarize") != nil {
+		t.Error("an answer for another call added a rule")
 	}
 }
 

@@ -174,7 +174,7 @@ func Home(ctx context.Context, st *store.Store, l *receipts.Log, opts *Options) 
 		if rng.IntN(9) == 0 {
 			return approval.Decision{}, approval.ErrPending
 		}
-		return approval.Decision{ID: req.ID, Scope: answers[rng.IntN(len(answers))], Approver: "tray", Decided: time.Now()}, nil
+		return approval.Decision{ID: req.ID, Key: req.Key, Scope: answers[rng.IntN(len(answers))], Approver: "tray", Via: approval.ViaWindow, Decided: time.Now()}, nil
 	}
 	for _, s := range Servers {
 		g, err := gate.New(ctx, gate.Config{Server: s.Name, Home: st.Dir(), Trusted: s.Trusted, LocalFiles: s.Transport == store.TransportStdio,

@@ -56,12 +56,26 @@ func (n NotKept) String() string {
 	return fmt.Sprintf("not kept: %d bytes, over the log's cap of %d bytes", n.Size, n.Cap)
 }
 
-// Approver records who answered an approval request, and for how long.
+// Approver records which approver answered an approval request, for how
+// long, and how the answer came. Kind names the approver program, not a
+// person: Via says whether the answer could have been a person's.
 type Approver struct {
 	Kind  string `json:"kind"`            // "tray", "terminal", ...
 	Scope string `json:"scope"`           // once, session, minutes, always, deny, always-deny
 	Until string `json:"until,omitempty"` // RFC 3339, for a timed scope
+	// Via is how the approver took the answer, one of the Via constants;
+	// absent in receipts written before it was recorded.
+	Via string `json:"via,omitempty"`
 }
+
+// How an approver took an answer ([Approver.Via]), as far as it could tell.
+const (
+	ViaWindow    = "window"    // a button of the app's approval window
+	ViaTerminal  = "terminal"  // a key typed in `gatehouse approvals`, its input and output a terminal
+	ViaPiped     = "piped"     // a line `gatehouse approvals` read from input that is not a terminal
+	ViaAutomatic = "automatic" // a rule of the approver, nobody asked (`gatehouse approvals --auto`)
+	ViaGrant     = "grant"     // nobody asked about this call: an earlier answer used again
+)
 
 // Client identifies the MCP client that made a call.
 type Client struct {

@@ -348,7 +348,8 @@ func FuzzParseCheckpoint(f *testing.F) {
 }
 
 // TestNotKeptMembers: a body says a payload was not kept only when it was;
-// one whose payload was kept reads as before the members existed.
+// one whose payload was kept reads as before the members existed. So does
+// an approver without its via.
 func TestNotKeptMembers(t *testing.T) {
 	nk := &NotKept{Size: 70000, Cap: 65536}
 	tests := []struct {
@@ -360,6 +361,10 @@ func TestNotKeptMembers(t *testing.T) {
 			`{"args":"sha256:00","capability":"","client":{"name":""},"decision":"ALLOW","rule":"","server":"","tool":""}`},
 		{"receipt, arguments not kept", Receipt{Decision: Allow, Args: "sha256:00", ArgsNotKept: nk},
 			`{"args":"sha256:00","args_not_kept":{"cap":65536,"size":70000},"capability":"","client":{"name":""},"decision":"ALLOW","rule":"","server":"","tool":""}`},
+		{"receipt, approver before via was recorded", Receipt{Decision: Allow, Args: "sha256:00", Approver: &Approver{Kind: "tray", Scope: "once"}},
+			`{"approver":{"kind":"tray","scope":"once"},"args":"sha256:00","capability":"","client":{"name":""},"decision":"ALLOW","rule":"","server":"","tool":""}`},
+		{"receipt, approver via a pipe", Receipt{Decision: Allow, Args: "sha256:00", Approver: &Approver{Kind: "terminal", Scope: "once", Via: ViaPiped}},
+			`{"approver":{"kind":"terminal","scope":"once","via":"piped"},"args":"sha256:00","capability":"","client":{"name":""},"decision":"ALLOW","rule":"","server":"","tool":""}`},
 		{"outcome, result kept", Outcome{Receipt: "r-1", Status: Succeeded, Result: "sha256:00"},
 			`{"duration_ms":0,"receipt":"r-1","result":"sha256:00","status":"SUCCEEDED"}`},
 		{"outcome, result not kept", Outcome{Receipt: "r-1", Status: Succeeded, Result: "sha256:00", ResultNotKept: nk},

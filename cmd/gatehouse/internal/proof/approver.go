@@ -15,9 +15,10 @@ type Approver struct {
 	srv    *approval.Server
 	answer func(n int, req approval.Request) (approval.Scope, bool) // false: leave it unanswered
 
-	mu    sync.Mutex
-	shown []approval.Request // guarded by mu
-	stop  func()
+	mu         sync.Mutex
+	shown      []approval.Request // guarded by mu
+	onWithdraw func(id string)    // guarded by mu
+	stop       func()
 }
 
 // StartApprover listens on l's approval socket and answers each request
@@ -44,16 +45,44 @@ func (a *Approver) Show(req approval.Request) {
 	n := len(a.shown)
 	a.mu.Unlock()
 	if scope, ok := a.answer(n, req); ok {
-		a.srv.Decide(req.ID, scope, 0)
+		a.DecideShown(req, scope)
 	}
 }
 
 // Withdraw implements approval.UI.
-func (a *Approver) Withdraw(string) {}
+func (a *Approver) Withdraw(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.onWithdraw != nil {
+		a.onWithdraw(id)
+	}
+}
 
-// Decide answers an open request later.
+// OnWithdraw calls f (on the approver's goroutine) with the ID of each
+// request withdrawn from now on.
+func (a *Approver) OnWithdraw(f func(id string)) {
+	a.mu.Lock()
+	a.onWithdraw = f
+	a.mu.Unlock()
+}
+
+// Decide answers later the open request last shown with the given ID.
 func (a *Approver) Decide(id string, scope approval.Scope) error {
-	return a.srv.Decide(id, scope, 0)
+	a.mu.Lock()
+	var shown approval.Request
+	for _, r := range a.shown {
+		if r.ID == id {
+			shown = r
+		}
+	}
+	a.mu.Unlock()
+	return a.DecideShown(shown, scope)
+}
+
+// DecideShown answers req, as it was shown. A script decides, so the answer
+// comes as automatic.
+func (a *Approver) DecideShown(req approval.Request, scope approval.Scope) error {
+	return a.srv.Decide(req, approval.Answer{Scope: scope, Via: approval.ViaAutomatic})
 }
 
 // Shown returns the requests shown so far.

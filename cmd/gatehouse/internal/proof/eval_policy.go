@@ -29,6 +29,7 @@ func evalCases() []Case {
 	cases = append(cases, secretCases()...)
 	cases = append(cases, evidenceCases()...)
 	cases = append(cases, protocolCases()...)
+	cases = append(cases, approvalCases()...)
 	cases = append(cases, readingCases()...)
 	cases = append(cases, remoteCases()...)
 	cases = append(cases, disclosureCases()...)
