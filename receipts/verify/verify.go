@@ -20,8 +20,10 @@
 // Each check is a row of the [Report], with the entries it failed on named
 // by index and id:
 //
-//   - manifest: signed by a key of the log; every file matches the SHA-256
-//     the manifest gives it; the entries are the ones it lists.
+//   - manifest: signed by a key of the log; the bundle holds exactly the
+//     files it lists (anything else, in a folder or an archive, whatever its
+//     name or case, fails), and nothing it says the export left out; every
+//     file matches the SHA-256 the manifest gives it.
 //   - canonical form: every line of entries.jsonl is an entry in RFC 8785
 //     canonical form, of a known kind, with a body of that kind.
 //   - log order: one log, indexes ascending, no duplicates, none missing.
@@ -294,16 +296,43 @@ func (v *verifier) fileProblem(check, file, format string, args ...any) {
 	v.check(check).fail(Problem{Index: -1, File: file, Msg: fmt.Sprintf(format, args...)})
 }
 
+// listFiles lists the bundle's files. Anything else in the bundle (a
+// folder and what it holds, a link, a file whose name is not one of the
+// format's, whatever its case, or a member of an archive that is not a
+// file of the bundle) fails the manifest check: the signed manifest does
+// not list it.
 func (v *verifier) listFiles() {
-	des, err := fs.ReadDir(v.fsys, ".")
+	if a, ok := v.fsys.(*archiveFS); ok {
+		for _, p := range a.problems {
+			v.fileProblem(CheckManifest, p.name, "%s", p.msg)
+		}
+	}
+	err := fs.WalkDir(v.fsys, ".", func(name string, de fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			v.fileProblem(CheckManifest, name, "cannot list: %v", err)
+		case name == ".":
+		case de.IsDir():
+			v.fileProblem(CheckManifest, name+"/", "a folder: a bundle holds files only, and the signed manifest lists none in a folder")
+		case strings.Contains(name, "/"):
+			v.fileProblem(CheckManifest, name, "in a folder of the bundle: not listed in the signed manifest")
+		case !de.Type().IsRegular():
+			v.fileProblem(CheckManifest, name, "not a regular file (a link, or a device): a bundle holds regular files only")
+		case !slices.Contains(knownFiles, name):
+			msg := "not listed in the signed manifest, and not a file of the bundle format"
+			for _, known := range knownFiles {
+				if strings.EqualFold(name, known) {
+					msg += fmt.Sprintf(" (names are case-sensitive: the format's file is %s)", known)
+				}
+			}
+			v.fileProblem(CheckManifest, name, "%s", msg)
+		default:
+			v.present[name] = true
+		}
+		return nil
+	})
 	if err != nil {
 		v.fileProblem(CheckManifest, "", "cannot list the bundle's files: %v", err)
-		return
-	}
-	for _, de := range des {
-		if de.Type().IsRegular() {
-			v.present[de.Name()] = true
-		}
 	}
 }
 
@@ -1578,10 +1607,17 @@ func (v *verifier) finishManifest() {
 			c.fail(Problem{Index: -1, File: name, Msg: "the manifest lists a file that is not part of the format"})
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(v.present)) {
-		if !slices.Contains(knownFiles, name) {
-			c.note("ignored: %s is not part of the bundle format", name)
-		}
+	// What the manifest says the export left out must not be there, even
+	// listed and signed: the manifest's own word is what a reader of the
+	// bundle goes by.
+	if !m.Payloads && v.present[FilePayloads] {
+		c.fail(Problem{Index: -1, File: FilePayloads, Msg: "present, but the signed manifest says the export left payloads out (payloads: false)"})
+	}
+	if !m.Payloads && (m.Counts.Payloads != 0 || m.Counts.Erased != 0) {
+		c.failf(-1, "", "the manifest says the export left payloads out, but counts %d payloads, %d erased", m.Counts.Payloads, m.Counts.Erased)
+	}
+	if m.Complete && v.present[FileProofs] {
+		c.fail(Problem{Index: -1, File: FileProofs, Msg: "present, but the signed manifest says the bundle holds the whole log (complete: true), which needs no proofs"})
 	}
 	if v.listedOK {
 		v.compareListed()
@@ -1602,8 +1638,8 @@ func (v *verifier) finishManifest() {
 		c.failf(-1, "", "the manifest claims the whole log, but lists indexes %q", m.Indexes)
 	}
 	switch cons := v.consistency; {
-	case m.Since == nil && cons != nil:
-		c.fail(Problem{Index: -1, File: FileConsistency, Msg: "the manifest names no earlier checkpoint"})
+	case m.Since == nil && v.present[FileConsistency]:
+		c.fail(Problem{Index: -1, File: FileConsistency, Msg: "present, but the signed manifest names no earlier checkpoint (no since)"})
 	case m.Since != nil && cons == nil:
 		c.failf(-1, "", "the manifest names an earlier checkpoint (%d entries), but there is no valid consistency.json", m.Since.Size)
 	case m.Since != nil && (m.Since.Size != cons.OldSize || m.Since.Hash != cons.OldHash):

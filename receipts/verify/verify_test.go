@@ -1,10 +1,13 @@
 package verify_test
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -12,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -875,4 +879,187 @@ func pemOf(t testing.TB, k ed25519.PublicKey) string {
 		t.Fatal(err)
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+}
+
+// copyDir copies a bundle folder to a new folder, to be tampered with on
+// disk, as an auditor's verifier reads it.
+func copyDir(t testing.TB, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "bundle")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestUnlistedFiles: every file of a bundle is one the signed manifest
+// lists; anything else in the folder or archive, whatever its name, fails
+// the manifest check, naming it.
+func TestUnlistedFiles(t *testing.T) {
+	f := fixture(t)
+	write := func(t *testing.T, path, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report := func(dir string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, verify.FileReport))
+		return string(b)
+	}
+	folders := []struct {
+		name  string
+		add   func(t *testing.T, dir string)
+		file  string // the file the failure names
+		words string
+	}{
+		{"a hidden file", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, ".notes"), "ALLOW everything")
+		}, ".notes", "not listed in the signed manifest"},
+		{"a case variant of the report", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "Report.html"), strings.ReplaceAll(report(dir), "DENY", "ALLOW"))
+		}, "Report.html", "not listed in the signed manifest, and not a file of the bundle format (names are case-sensitive: the format's file is report.html)"},
+		{"a case variant of the entries", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "ENTRIES.JSONL"), "")
+		}, "ENTRIES.JSONL", "not listed in the signed manifest, and not a file of the bundle format (names are case-sensitive: the format's file is entries.jsonl)"},
+		{"a file of another name", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "report-fixed.html"), report(dir))
+		}, "report-fixed.html", "not listed in the signed manifest, and not a file of the bundle format"},
+		{"a sub-folder with a report", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "old", verify.FileReport), report(dir))
+		}, "old/" + verify.FileReport, "in a folder of the bundle"},
+		{"an empty sub-folder", func(t *testing.T, dir string) {
+			if err := os.Mkdir(filepath.Join(dir, ".cache"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, ".cache/", "a folder"},
+		{"a link in place of a listed file", func(t *testing.T, dir string) {
+			real := filepath.Join(t.TempDir(), "report.html")
+			write(t, real, report(dir))
+			os.Remove(filepath.Join(dir, verify.FileReport))
+			if err := os.Symlink(real, filepath.Join(dir, verify.FileReport)); err != nil {
+				t.Fatal(err)
+			}
+		}, verify.FileReport, "not a regular file"},
+	}
+	for _, tt := range folders {
+		t.Run("folder/"+tt.name, func(t *testing.T) {
+			dir := copyDir(t, f.complete)
+			tt.add(t, dir)
+			fsys, err := verify.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFailures(t, run(t, fsys, nil), failure{verify.CheckManifest, -1, tt.file + ": " + tt.words})
+		})
+	}
+
+	type member struct {
+		hdr  tar.Header
+		data string
+	}
+	reg := func(name, data string) member {
+		return member{tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o600, Size: int64(len(data))}, data}
+	}
+	archives := []struct {
+		name  string
+		extra []member
+		words string
+	}{
+		{"an extra member", []member{reg("top/.notes", "x")}, ".notes: not listed in the signed manifest"},
+		{"a case variant", []member{reg("top/Report.html", "x")}, "Report.html: not listed in the signed manifest"},
+		{"a member twice", []member{reg("top/"+verify.FileReport, "<p>all calls allowed</p>")}, "top/report.html: in the archive twice"},
+		{"a second folder", []member{{tar.Header{Typeflag: tar.TypeDir, Name: "top/old/", Mode: 0o700}, ""}}, "top/old/: a folder"},
+		{"a member in a sub-folder", []member{reg("top/old/"+verify.FileReport, "x")}, "nested more than one folder deep"},
+		{"a member beside the folder", []member{reg(verify.FileReport, "x")}, "in another folder than the bundle's files"},
+		{"a symbolic link", []member{{tar.Header{Typeflag: tar.TypeSymlink, Name: "top/keys.pem", Linkname: "/etc/passwd"}, ""}}, "a link"},
+		{"a hard link", []member{{tar.Header{Typeflag: tar.TypeLink, Name: "top/Report.html", Linkname: "top/report.html"}, ""}}, "a link"},
+		{"a path out of the archive", []member{reg("top/../manifest.json", "x")}, "not a relative path inside the archive"},
+	}
+	bundle := load(t, f.complete)
+	for _, tt := range archives {
+		t.Run("archive/"+tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			zw := gzip.NewWriter(&b)
+			tw := tar.NewWriter(zw)
+			tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "top/", Mode: 0o700})
+			for _, name := range slices.Sorted(maps.Keys(bundle)) {
+				tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "top/" + name, Mode: 0o600, Size: int64(len(bundle[name].Data))})
+				tw.Write(bundle[name].Data)
+			}
+			for _, m := range tt.extra {
+				if err := tw.WriteHeader(&m.hdr); err != nil {
+					t.Fatal(err)
+				}
+				tw.Write([]byte(m.data))
+			}
+			tw.Close()
+			zw.Close()
+			fsys, err := verify.ReadArchive(&b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFailures(t, run(t, fsys, nil), failure{verify.CheckManifest, -1, tt.words})
+		})
+	}
+}
+
+// TestAbsentContent: what the signed manifest says the export left out is
+// not in the bundle, even listed in the manifest and signed with the log's
+// key.
+func TestAbsentContent(t *testing.T) {
+	f := fixture(t)
+	complete := load(t, f.complete)
+	resign := func(t *testing.T, m fstest.MapFS, edit func(*verify.Manifest)) {
+		t.Helper()
+		man, err := verify.ParseManifest(m[verify.FileManifest].Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(man)
+		data, err := verify.SignManifest(man, f.key2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[verify.FileManifest].Data = data
+	}
+	digest := func(data []byte) string {
+		sum := sha256.Sum256(data)
+		return verify.FileDigest(sum[:])
+	}
+	for _, tt := range []struct {
+		name   string
+		bundle string
+		tamper func(t *testing.T, m fstest.MapFS)
+		want   failure
+	}{
+		{"payloads in a bundle without them, signed", f.bare, func(t *testing.T, m fstest.MapFS) {
+			m[verify.FilePayloads] = &fstest.MapFile{Data: complete[verify.FilePayloads].Data}
+			resign(t, m, func(man *verify.Manifest) { man.Files[verify.FilePayloads] = digest(m[verify.FilePayloads].Data) })
+		}, failure{verify.CheckManifest, -1, "payloads.jsonl: present, but the signed manifest says the export left payloads out"}},
+		{"payloads in a bundle without them, unsigned", f.bare, func(t *testing.T, m fstest.MapFS) {
+			m[verify.FilePayloads] = &fstest.MapFile{Data: complete[verify.FilePayloads].Data}
+		}, failure{verify.CheckManifest, -1, "payloads.jsonl: present, but the signed manifest says the export left payloads out"}},
+		{"payloads counted in a bundle without them", f.bare, func(t *testing.T, m fstest.MapFS) {
+			resign(t, m, func(man *verify.Manifest) { man.Counts.Payloads = 3 })
+		}, failure{verify.CheckManifest, -1, "left payloads out, but counts 3 payloads"}},
+		{"proofs in a complete bundle, signed", f.complete, func(t *testing.T, m fstest.MapFS) {
+			m[verify.FileProofs] = &fstest.MapFile{Data: []byte("{}\n")}
+			resign(t, m, func(man *verify.Manifest) { man.Files[verify.FileProofs] = digest(m[verify.FileProofs].Data) })
+		}, failure{verify.CheckManifest, -1, "proofs.jsonl: present, but the signed manifest says the bundle holds the whole log"}},
+		{"a consistency proof the manifest does not name, signed", f.complete, func(t *testing.T, m fstest.MapFS) {
+			since := load(t, f.since)
+			m[verify.FileConsistency] = &fstest.MapFile{Data: since[verify.FileConsistency].Data}
+			resign(t, m, func(man *verify.Manifest) { man.Files[verify.FileConsistency] = digest(m[verify.FileConsistency].Data) })
+		}, failure{verify.CheckManifest, -1, "consistency.json: present, but the signed manifest names no earlier checkpoint"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := load(t, tt.bundle)
+			tt.tamper(t, m)
+			wantFailures(t, run(t, m, nil), tt.want)
+		})
+	}
 }
