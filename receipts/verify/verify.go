@@ -25,7 +25,9 @@
 //     name or case, fails), and nothing it says the export left out; every
 //     file matches the SHA-256 the manifest gives it.
 //   - canonical form: every line of entries.jsonl is an entry in RFC 8785
-//     canonical form, of a known kind, with a body of that kind.
+//     canonical form, of a known kind, with a body of that kind, every
+//     member (ids, key ids, times, hashes, decisions, statuses) of the form
+//     docs/evidence.md gives it, and exactly the members of the format.
 //   - log order: one log, indexes ascending, no duplicates, none missing.
 //   - key chain: the log's first entry announces its first key, signed by
 //     that key; every later key is a rotation signed by a key announced
@@ -66,6 +68,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -76,7 +79,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/gowebpki/jcs"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
@@ -527,10 +532,11 @@ type item struct {
 	raw  []byte
 	leaf tlog.Hash
 
-	e       *entry.Entry
-	err     error // parsing
-	body    any
-	bodyErr error
+	e        *entry.Entry
+	err      error // parsing
+	body     any
+	bodyErr  error
+	fieldErr error // the entry's own members (3.1)
 
 	sigChecked bool // with the JWKS key; otherwise with the chain's, when absorbed
 	sigErr     error
@@ -689,6 +695,7 @@ func (v *verifier) prepare(it *item) {
 		it.err = err
 	} else {
 		it.e = e
+		it.fieldErr = checkFields(e)
 		it.body, it.bodyErr = decodeBody(e)
 		if pub, ok := v.jwks[e.Key]; ok {
 			it.sigChecked = true
@@ -798,52 +805,202 @@ func decodeBody(e *entry.Entry) (any, error) {
 	if err := decodeStrict(e.Body, body); err != nil {
 		return nil, fmt.Errorf("body of a %s entry: %v", e.Kind, err)
 	}
+	// encoding/json matches member names whatever their case, and takes
+	// the last of two: accept only the bytes the body read would be
+	// written as, which also holds every required member, and no optional
+	// one that is empty.
+	if raw, err := json.Marshal(body); err != nil {
+		return nil, fmt.Errorf("body of a %s entry: %v", e.Kind, err)
+	} else if again, err := jcs.Transform(raw); err != nil || !bytes.Equal(again, e.Body) {
+		return nil, fmt.Errorf("body of a %s entry: its members are not exactly the format's (a required member missing, an optional one present but empty, or a name in another case or twice)", e.Kind)
+	}
 	if err := checkBody(body); err != nil {
 		return nil, fmt.Errorf("body of a %s entry: %v", e.Kind, err)
 	}
 	return body, nil
 }
 
-// checkBody checks the values a body's kind allows.
+// checkBody checks the values a body's kind allows (docs/evidence.md, 3.5).
 func checkBody(body any) error {
-	commitment := func(name, c string, optional bool) error {
-		if c == "" && optional {
-			return nil
-		}
-		if h, ok := strings.CutPrefix(c, "sha256:"); !ok || len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
-			return fmt.Errorf("%s %q is not sha256: and 64 lowercase hex digits", name, c)
-		}
-		return nil
-	}
 	switch b := body.(type) {
 	case *entry.Receipt:
-		if b.Decision != entry.Allow && b.Decision != entry.Deny && b.Decision != entry.ApprovalRequired {
+		switch {
+		case b.Server == "" || b.Tool == "":
+			return errors.New("server and tool must not be empty")
+		case b.Capability != entry.Capability(b.Server, b.Tool):
+			return fmt.Errorf("capability %q is not %q, mcp.<server>.<tool>", b.Capability, entry.Capability(b.Server, b.Tool))
+		case b.Decision != entry.Allow && b.Decision != entry.Deny && b.Decision != entry.ApprovalRequired:
 			return fmt.Errorf("decision %q is not ALLOW, DENY or APPROVAL_REQUIRED", b.Decision)
 		}
-		if err := commitment("args", b.Args, false); err != nil {
+		if err := firstErr(
+			commitment("args", b.Args, false),
+			sha256Hex("policy_hash", b.PolicyHash, true),
+			sha256Hex("tool_hash", b.ToolHash, true),
+			checkApprover(b.Approver),
+		); err != nil {
 			return err
 		}
 		return checkNotKept("args_not_kept", b.ArgsNotKept)
 	case *entry.Outcome:
-		if b.Status != entry.Succeeded && b.Status != entry.Failed && b.Status != entry.Unknown {
+		switch {
+		case b.Status != entry.Succeeded && b.Status != entry.Failed && b.Status != entry.Unknown:
 			return fmt.Errorf("status %q is not SUCCEEDED, FAILED or UNKNOWN", b.Status)
-		}
-		if b.Receipt == "" {
-			return errors.New("no receipt")
+		case !entryID(b.Receipt, "r"):
+			return fmt.Errorf("receipt %q is not a receipt's id (r-, then 19 base32 characters)", b.Receipt)
+		case b.DurationMS < 0:
+			return fmt.Errorf("duration_ms %v is negative", b.DurationMS)
 		}
 		if err := commitment("result", b.Result, true); err != nil {
 			return err
+		}
+		for _, r := range b.Redactions {
+			if r.Secret == "" || r.Encoding == "" || r.Count < 1 {
+				return fmt.Errorf("redaction %+v: secret and encoding must not be empty, and count must be at least 1", r)
+			}
 		}
 		if b.Result == "" && b.ResultNotKept != nil {
 			return errors.New("result_not_kept, but no result to commit to")
 		}
 		return checkNotKept("result_not_kept", b.ResultNotKept)
+	case *entry.KeyEvent:
+		switch {
+		case !keyID(b.KeyID):
+			return fmt.Errorf("key_id %q is not a key id (16 lowercase hex digits)", b.KeyID)
+		case b.Action == "added" && b.Previous != "":
+			return errors.New("an added key has no previous key")
+		case b.Action == "rotated" && !keyID(b.Previous):
+			return fmt.Errorf("previous %q is not a key id (16 lowercase hex digits)", b.Previous)
+		}
+		// An unknown action, and a public key that is not one, are the key
+		// chain's to report.
+	case *entry.PolicyEvent:
+		if b.Version < 0 {
+			return fmt.Errorf("version %d is negative", b.Version)
+		}
+		return sha256Hex("hash", b.Hash, false)
+	case *entry.PinEvent:
+		if b.Server == "" || b.Tool == "" {
+			return errors.New("server and tool must not be empty")
+		}
+		old := b.OldHash
+		if rest, ok := strings.CutPrefix(old, "legacy:"); ok {
+			old = rest // a pin made before pins covered the whole definition
+		}
+		return firstErr(sha256Hex("old_hash", old, true), sha256Hex("new_hash", b.NewHash, false))
 	case *entry.ErasureEvent:
 		for _, x := range b.Erased {
+			if !entryID(x.Entry, "r") && !entryID(x.Entry, "o") {
+				return fmt.Errorf("erased entry %q is not a receipt's or an outcome's id", x.Entry)
+			}
 			if err := commitment("erased commitment", x.Commitment, false); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitment checks a payload commitment: "sha256:" and 64 lowercase hex
+// digits, or "" where optional.
+func commitment(name, c string, optional bool) error { return sha256Hex(name, c, optional) }
+
+// sha256Hex checks a "sha256:<64 lowercase hex digits>" value, or "" where
+// optional.
+func sha256Hex(name, c string, optional bool) error {
+	if c == "" && optional {
+		return nil
+	}
+	if h, ok := strings.CutPrefix(c, "sha256:"); !ok || !lowerHex(h, 64) {
+		return fmt.Errorf("%s %q is not sha256: and 64 lowercase hex digits", name, c)
+	}
+	return nil
+}
+
+func lowerHex(s string, n int) bool {
+	return len(s) == n && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+func keyID(s string) bool { return lowerHex(s, 16) }
+
+// base32ID reports whether s is 19 characters of the lowercase base32
+// alphabet, as [entry.NewID] writes after its prefix.
+func base32ID(s string) bool {
+	return len(s) == 19 && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz234567") == ""
+}
+
+// entryID reports whether s is an entry id with prefix p.
+func entryID(s, p string) bool {
+	rest, ok := strings.CutPrefix(s, p+"-")
+	return ok && base32ID(rest)
+}
+
+// idPrefix is the prefix of the ids of entries of kind k.
+func idPrefix(k entry.Kind) string {
+	switch k {
+	case entry.KindReceipt:
+		return "r"
+	case entry.KindOutcome:
+		return "o"
+	case entry.KindKey:
+		return "k"
+	}
+	return "e"
+}
+
+// utcTime reports whether s is an RFC 3339 time in UTC ("Z") with at most
+// nine digits of fraction, as Gatehouse writes them.
+func utcTime(s string) bool {
+	const layout = "2006-01-02T15:04:05"
+	if len(s) < len(layout)+1 || s[len(s)-1] != 'Z' {
+		return false
+	}
+	if frac := s[len(layout) : len(s)-1]; frac != "" {
+		if len(frac) < 2 || len(frac) > 10 || frac[0] != '.' || strings.Trim(frac[1:], "0123456789") != "" {
+			return false
+		}
+	}
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
+}
+
+// checkFields checks the entry's own members (docs/evidence.md, 3.1) beyond
+// what [entry.Parse] does.
+func checkFields(e *entry.Entry) error {
+	switch {
+	case !base32ID(e.Log):
+		return fmt.Errorf("log %q is not a log id (19 lowercase base32 characters)", e.Log)
+	case !entryID(e.ID, idPrefix(e.Kind)):
+		return fmt.Errorf("id %q is not the id of a %s entry (%s-, then 19 lowercase base32 characters)", e.ID, e.Kind, idPrefix(e.Kind))
+	case !keyID(e.Key):
+		return fmt.Errorf("key %q is not a key id (16 lowercase hex digits)", e.Key)
+	case !utcTime(e.Time):
+		return fmt.Errorf("time %q is not RFC 3339 in UTC (Z) with at most nine digits of fraction", e.Time)
+	}
+	return nil
+}
+
+// approverScopes are the scopes an approver's answer may have.
+var approverScopes = []string{"once", "session", "minutes", "always", "deny", "always-deny"}
+
+func checkApprover(a *entry.Approver) error {
+	switch {
+	case a == nil:
+		return nil
+	case a.Kind == "":
+		return errors.New("approver kind must not be empty")
+	case !slices.Contains(approverScopes, a.Scope):
+		return fmt.Errorf("approver scope %q is not one of %s", a.Scope, strings.Join(approverScopes, ", "))
+	case a.Until != "" && !utcTime(a.Until):
+		return fmt.Errorf("approver until %q is not RFC 3339 in UTC (Z)", a.Until)
 	}
 	return nil
 }
@@ -888,9 +1045,13 @@ func (v *verifier) absorb(it *item, pays *payloadReader) {
 		return
 	}
 	e := it.e
+	if it.fieldErr != nil {
+		at(CheckCanonical, "%v", it.fieldErr)
+	}
 	if it.bodyErr != nil {
 		at(CheckCanonical, "%v", it.bodyErr)
-	} else {
+	}
+	if it.fieldErr == nil && it.bodyErr == nil {
 		v.n.canonical++
 	}
 
@@ -1424,6 +1585,15 @@ func (v *verifier) finishConsistency() {
 			continue
 		}
 		checked := false
+		if old.cp.Size == v.cp.Size {
+			// The same tree, or another: no proof is needed to tell.
+			if old.cp.Hash != v.cp.Hash {
+				fail("the earlier checkpoint is of the same %d entries, with tree hash %s; the bundle's is %s: the log was rewritten since",
+					old.cp.Size, entry.FormatTreeHash(old.cp.Hash), entry.FormatTreeHash(v.cp.Hash))
+				continue
+			}
+			checked = true
+		}
 		if h := v.treeAt[old.cp.Size]; v.complete && h != nil {
 			if *h != old.cp.Hash {
 				fail("the log's first %d entries hash to %s; the earlier checkpoint says %s: the log was rewritten since",

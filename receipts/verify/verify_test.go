@@ -771,8 +771,15 @@ func TestTruncateAndResign(t *testing.T) {
 			l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), []byte(`{}`))
 		}
 		wantFailures(t, exportAndVerify(t, l, nil, &verify.Options{Since: f.cp}),
+			failure{verify.CheckConsistency, -1, "of the same 13 entries, with tree hash"})
+		// A partial bundle shows it as well, without a proof.
+		wantFailures(t, exportAndVerify(t, l, &receipts.ExportOptions{Filter: receipts.ExportFilter{Kinds: []entry.Kind{entry.KindKey}}}, &verify.Options{Since: f.cp}),
+			failure{verify.CheckConsistency, -1, "of the same 13 entries, with tree hash"})
+		// One more entry, and the tree of its first 13 is not the
+		// checkpoint's; a partial bundle has no proof from it.
+		l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), []byte(`{}`))
+		wantFailures(t, exportAndVerify(t, l, nil, &verify.Options{Since: f.cp}),
 			failure{verify.CheckConsistency, -1, "the log's first 13 entries hash to"})
-		// A partial bundle has no proof from the earlier checkpoint.
 		wantFailures(t, exportAndVerify(t, l, &receipts.ExportOptions{Filter: receipts.ExportFilter{Kinds: []entry.Kind{entry.KindKey}}}, &verify.Options{Since: f.cp}),
 			failure{verify.CheckConsistency, -1, "no consistency proof from the earlier checkpoint's 13 entries"})
 	})
@@ -1062,4 +1069,136 @@ func TestAbsentContent(t *testing.T) {
 			wantFailures(t, run(t, m, nil), tt.want)
 		})
 	}
+}
+
+// TestFieldRules: each member of an entry and of its body has the form
+// docs/evidence.md gives it, and the canonical form check reports any
+// other, for entries signed as they are and for entries edited after.
+func TestFieldRules(t *testing.T) {
+	ctx := context.Background()
+	hash := entry.Commit(nil, []byte("policy"))
+	signed := []struct {
+		name   string
+		append func(l *receipts.Log) (*entry.Entry, error)
+		words  string
+	}{
+		{"a capability that is not mcp.<server>.<tool>", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Capability = "mcp.files.delete_file"
+			return l.AppendReceipt(ctx, r, nil)
+		}, `capability "mcp.files.delete_file" is not "mcp.files.read_file"`},
+		{"an unknown decision", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendReceipt(ctx, receipt("files", "read_file", "MAYBE"), nil)
+		}, `decision "MAYBE"`},
+		{"a policy hash in upper case", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.PolicyHash = strings.ToUpper(hash)
+			return l.AppendReceipt(ctx, r, nil)
+		}, "policy_hash"},
+		{"an unknown approver scope", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Approver = &entry.Approver{Kind: "terminal", Scope: "forever"}
+			return l.AppendReceipt(ctx, r, nil)
+		}, `approver scope "forever"`},
+		{"an approver's until not in UTC", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Approver = &entry.Approver{Kind: "terminal", Scope: "minutes", Until: "2026-01-01T12:00:00+01:00"}
+			return l.AppendReceipt(ctx, r, nil)
+		}, "approver until"},
+		{"a negative duration", func(l *receipts.Log) (*entry.Entry, error) {
+			r, err := l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), nil)
+			if err != nil {
+				return nil, err
+			}
+			return l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded, DurationMS: -1}, nil)
+		}, "duration_ms -1 is negative"},
+		{"a redaction counted 0 times", func(l *receipts.Log) (*entry.Entry, error) {
+			r, err := l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), nil)
+			if err != nil {
+				return nil, err
+			}
+			return l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded,
+				Redactions: []entry.Finding{{Secret: "github", Encoding: "raw"}}}, nil)
+		}, "count must be at least 1"},
+		{"a policy hash that is not a SHA-256", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPolicy, entry.PolicyEvent{Version: 1, Hash: "sha256:00"})
+		}, `hash "sha256:00"`},
+		{"a pin without a tool", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPin, entry.PinEvent{Server: "files", NewHash: hash})
+		}, "server and tool must not be empty"},
+		{"a body member in another case", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPolicy, map[string]any{"Version": 1, "hash": hash})
+		}, "not exactly the format's"},
+		{"a required body member missing", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPolicy, map[string]any{"hash": hash})
+		}, "not exactly the format's"},
+		{"an optional body member present but empty", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPin, map[string]any{"server": "files", "tool": "read_file", "old_hash": "", "new_hash": hash})
+		}, "not exactly the format's"},
+		{"an unknown body member", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPolicy, map[string]any{"version": 1, "hash": hash, "note": "x"})
+		}, "unknown field"},
+	}
+	for _, tt := range signed {
+		t.Run("signed/"+tt.name, func(t *testing.T) {
+			l, _ := newLog(t, t.TempDir(), "", newKey(t))
+			e, err := tt.append(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFailures(t, exportAndVerify(t, l, nil, nil), failure{verify.CheckCanonical, e.Index, tt.words})
+		})
+	}
+
+	f := fixture(t)
+	k1 := entry.KeyID(pub(f.key1))
+	edited := []struct {
+		name     string
+		index    int64
+		old, new string
+		words    string
+	}{
+		{"an id of another kind's prefix", 3, `"id":"r-`, `"id":"o-`, "is not the id of a receipt entry"},
+		{"an id one character longer", 3, `"id":"r-`, `"id":"r-a`, "is not the id of a receipt entry"},
+		{"a key id in upper case", 3, `"key":"` + k1, `"key":"` + strings.ToUpper(k1), "is not a key id"},
+		{"a time with an offset", 3, `Z","v":1}`, `+00:00","v":1}`, "is not RFC 3339 in UTC"},
+		{"a time with a lower-case z", 3, `Z","v":1}`, `z","v":1}`, "entries.jsonl:4: malformed entry: time"},
+		{"an outcome for an id that is not a receipt's", 2, `"receipt":"r-`, `"receipt":"x-`, "is not a receipt's id"},
+	}
+	for _, tt := range edited {
+		t.Run("edited/"+tt.name, func(t *testing.T) {
+			m := load(t, f.complete)
+			editLine(m, verify.FileEntries, int(tt.index), func(l []byte) []byte { return replace(t, l, tt.old, tt.new) })
+			index := tt.index
+			if strings.HasPrefix(tt.words, "entries.jsonl:") {
+				index = -1 // not an entry at all: named by its line
+			}
+			wantFailures(t, run(t, m, nil), failure{verify.CheckCanonical, index, tt.words})
+		})
+	}
+}
+
+// TestSinceSameCheckpoint: a bundle whose checkpoint is the earlier one
+// (nothing was appended in between) needs no consistency proof; one of the
+// same size and another tree fails.
+func TestSinceSameCheckpoint(t *testing.T) {
+	f := fixture(t)
+	for _, dir := range []string{f.complete, f.files} {
+		r := run(t, load(t, dir), &verify.Options{Since: f.cp})
+		wantOK(t, r)
+		if c := r.Check(verify.CheckConsistency); c.Status != verify.OK || !strings.Contains(c.Detail, "13 entries (--since-checkpoint)") {
+			t.Errorf("consistency of %s = %s %q, want ok", filepath.Base(dir), c.Status, c.Detail)
+		}
+	}
+	cp, err := entry.ParseCheckpoint(strings.SplitN(string(f.cp), "\n\n", 2)[0] + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.Hash[0] ^= 1
+	other, err := entry.SignCheckpoint(cp, f.key2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFailures(t, run(t, load(t, f.files), &verify.Options{Since: other}),
+		failure{verify.CheckConsistency, -1, "of the same 13 entries, with tree hash"})
 }
