@@ -192,6 +192,11 @@ func (l *Log) writeBundle(ctx context.Context, dir string, opts *ExportOptions) 
 	if w.size == 0 {
 		return nil, errors.New("the log is empty")
 	}
+	// The checkpoint and the manifest are signed over this size: not by a
+	// key retired before it.
+	if err := notRetired(ctx, tx, entry.KeyID(w.key.Public().(ed25519.PublicKey)), w.size); err != nil {
+		return nil, err
+	}
 	if err := w.choose(); err != nil {
 		return nil, err
 	}

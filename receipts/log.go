@@ -84,6 +84,42 @@ type Log struct {
 // holds another log's.
 var ErrForeignKey = errors.New("the signing key is not one of this log's keys")
 
+// ErrRetiredKey is returned when the log's key was rotated (by another
+// process, since this one opened the log): a retired key signs nothing
+// more, as verification fails whatever it signs after its retirement.
+// Open the log again with its current key.
+var ErrRetiredKey = errors.New("the signing key was retired by a rotation")
+
+// retiredAt returns the index of the rotation that retired key kid, the
+// log's next key entry after the one that announced it; ok is false while
+// kid is the log's latest key, or is not one of its keys.
+func retiredAt(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, kid string) (index int64, ok bool, err error) {
+	var r sql.NullInt64
+	err = q.QueryRowContext(ctx, `SELECT min(added_idx) FROM keys
+		WHERE added_idx > (SELECT added_idx FROM keys WHERE key_id = ?)`, kid).Scan(&r)
+	if err != nil {
+		return 0, false, fmt.Errorf("read the log's keys: %w", err)
+	}
+	return r.Int64, r.Valid, nil
+}
+
+// notRetired fails with ErrRetiredKey when kid was retired before size
+// entries: what it signs over a tree of size entries would not verify.
+func notRetired(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, kid string, size int64) error {
+	r, retired, err := retiredAt(ctx, q, kid)
+	if err != nil {
+		return err
+	}
+	if retired && size > r {
+		return fmt.Errorf("%w: key %s was retired at entry %d", ErrRetiredKey, kid, r)
+	}
+	return nil
+}
+
 // Open opens the log in m's database, creating it on first use, and makes
 // sure key is announced in it: a new log begins with a key entry signed by
 // key itself. A log that has keys opens only with one of them (the current
@@ -243,8 +279,9 @@ func (l *Log) announce(ctx context.Context, key ed25519.PrivateKey, action, prev
 }
 
 // Rotate announces next as the log's signing key, in an entry signed by the
-// current one, and signs with it from then on. Entries signed by the old key
-// still verify: its public key stays in the log.
+// current one, and signs with it from then on. The rotation retires the old
+// key: what it signed before still verifies (its public key stays in the
+// log), and it signs nothing more ([ErrRetiredKey]).
 func (l *Log) Rotate(ctx context.Context, next ed25519.PrivateKey) error {
 	if err := l.announce(ctx, next, "rotated", l.KeyID(), false); err != nil {
 		return fmt.Errorf("rotate key: %w", err)
@@ -379,6 +416,11 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 	}
 	rows.Close()
 	if err != nil {
+		return nil, err
+	}
+	// A key another process retired signs no more entries: an entry after
+	// the rotation signed by the key it retired fails verification.
+	if err := notRetired(ctx, tx, entry.KeyID(key.Public().(ed25519.PublicKey)), n+1); err != nil {
 		return nil, err
 	}
 	hr := hashReader{ctx: ctx, q: tx, tx: tx, stmts: &l.stmts}

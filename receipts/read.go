@@ -51,7 +51,11 @@ func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) 
 		return nil, c, fmt.Errorf("checkpoint: %w", err)
 	}
 	c.Log = l.id
-	signed, err := entry.SignCheckpoint(c, l.currentKey())
+	key, kid := l.signer()
+	if err := notRetired(ctx, l.db, kid, c.Size); err != nil {
+		return nil, c, fmt.Errorf("checkpoint: %w", err)
+	}
+	signed, err := entry.SignCheckpoint(c, key)
 	if err != nil {
 		return nil, c, fmt.Errorf("checkpoint: %w", err)
 	}

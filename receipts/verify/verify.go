@@ -31,9 +31,12 @@
 //   - log order: one log, indexes ascending, no duplicates, none missing.
 //   - key chain: the log's first entry announces its first key, signed by
 //     that key; every later key is a rotation signed by a key announced
-//     before it; keys.jwks.json holds exactly those keys; the first key is
-//     the pinned one, when [Options] pin one.
-//   - key resolution: every entry is signed by a key announced at or before it.
+//     before it, which the rotation retires; keys.jwks.json holds exactly
+//     those keys; the first key is the pinned one, when [Options] pin one.
+//   - key resolution: every entry is signed by a key announced at or before
+//     it and not retired before it. A retired key signs no checkpoint,
+//     manifest or earlier checkpoint of a tree that holds its rotation
+//     either (reported by those checks).
 //   - signatures: every entry's Ed25519 signature.
 //   - inclusion: every entry is a leaf of the checkpoint's tree (an audit
 //     path each, or, for a bundle of the whole log, the tree rebuilt).
@@ -186,7 +189,12 @@ type keyInfo struct {
 	entry    string // its id
 	action   string
 	previous string
+	retired  int64 // index of the rotation that retired it; -1 while it is the latest
 }
+
+// retiredBefore reports whether the key was retired before a tree of size
+// entries (or before entry size): whatever it signs over that tree fails.
+func (k *keyInfo) retiredBefore(size int64) bool { return k.retired >= 0 && size > k.retired }
 
 // seen is what the later checks need of an entry read. There is one per
 // entry, a million for a large log, so it is kept small: kinds and
@@ -1062,9 +1070,12 @@ func (v *verifier) absorb(it *item, pays *payloadReader) {
 
 	// Key resolution and signature.
 	k := v.keys[e.Key]
-	if k == nil {
+	switch {
+	case k == nil:
 		at(CheckKeys, "signed by key %s, which the log does not announce before this entry", e.Key)
-	} else {
+	case k.retiredBefore(e.Index):
+		at(CheckKeys, "signed by key %s, which the rotation at entry %d retired: a retired key signs nothing after its retirement", e.Key, k.retired)
+	default:
 		v.n.resolved++
 	}
 	switch {
@@ -1167,11 +1178,15 @@ func (v *verifier) absorbKey(e *entry.Entry, k *entry.KeyEvent, at func(string, 
 			at(CheckKeyChain, "rotates from key %s, which the log does not announce before it", k.Previous)
 		case e.Key != k.Previous:
 			at(CheckKeyChain, "a rotation is signed by the key it replaces, %s; this one is signed by %s", k.Previous, e.Key)
+		case prev.retired >= 0:
+			at(CheckKeyChain, "rotates from key %s, which the rotation at entry %d already retired", k.Previous, prev.retired)
+		default:
+			prev.retired = e.Index
 		}
 	default:
 		at(CheckKeyChain, "unknown key action %q", k.Action)
 	}
-	v.keys[k.KeyID] = &keyInfo{pub: pub, index: e.Index, entry: e.ID, action: k.Action, previous: k.Previous}
+	v.keys[k.KeyID] = &keyInfo{pub: pub, index: e.Index, entry: e.ID, action: k.Action, previous: k.Previous, retired: -1}
 	v.keyOrder = append(v.keyOrder, k.KeyID)
 }
 
@@ -1456,7 +1471,11 @@ func (v *verifier) finishKeys() {
 	var chain []string
 	for _, id := range v.keyOrder {
 		k := v.keys[id]
-		chain = append(chain, fmt.Sprintf("%s (%s at entry %d)", id, k.action, k.index))
+		link := fmt.Sprintf("%s (%s at entry %d", id, k.action, k.index)
+		if k.retired >= 0 {
+			link += fmt.Sprintf(", retired at entry %d", k.retired)
+		}
+		chain = append(chain, link+")")
 	}
 	c.Detail = fmt.Sprintf("%d %s: %s", len(v.keyOrder), plural(len(v.keyOrder), "key", "keys"), strings.Join(chain, " -> "))
 	if len(v.keyOrder) == 0 {
@@ -1518,6 +1537,10 @@ func (v *verifier) finishCheckpoint() {
 	}
 	v.report.SignedBy = kid
 	c.Detail = fmt.Sprintf("log %s, %d entries, signed by key %s", v.cp.Log, v.cp.Size, kid)
+	if k := v.keys[kid]; k != nil && k.retiredBefore(v.cp.Size) {
+		c.fail(Problem{Index: -1, File: FileCheckpoint, Msg: fmt.Sprintf("signed by key %s, which the rotation at entry %d retired: a checkpoint of %d entries is signed by the key current at its size",
+			kid, k.retired, v.cp.Size)})
+	}
 }
 
 func (v *verifier) finishTree() {
@@ -1571,9 +1594,14 @@ func (v *verifier) finishConsistency() {
 		fail := func(format string, args ...any) {
 			c.failf(-1, "", "%s: %s", old.source, fmt.Sprintf(format, args...))
 		}
-		if _, _, err := entry.OpenCheckpoint(old.raw, v.logKeys()); err != nil {
+		_, kid, err := entry.OpenCheckpoint(old.raw, v.logKeys())
+		if err != nil {
 			fail("the earlier checkpoint is signed by %s, a key this log never announces: the log was replaced, or signed again with other keys",
 				orDash(strings.Join(noteSigners(old.raw), ", ")))
+			continue
+		}
+		if k := v.keys[kid]; k.retiredBefore(old.cp.Size) {
+			fail("the earlier checkpoint of %d entries is signed by key %s, which the rotation at entry %d retired: it is not the log's", old.cp.Size, kid, k.retired)
 			continue
 		}
 		switch {
@@ -1753,6 +1781,9 @@ func (v *verifier) finishManifest() {
 		c.fail(Problem{Index: -1, File: FileManifest, Msg: fmt.Sprintf("signed by key %s, which the log never announces", m.Key)})
 	} else if err := verifyManifest(m, k.pub); err != nil {
 		c.fail(Problem{Index: -1, File: FileManifest, Msg: err.Error()})
+	} else if k.retiredBefore(m.Checkpoint.Size) {
+		c.fail(Problem{Index: -1, File: FileManifest, Msg: fmt.Sprintf("signed by key %s, which the rotation at entry %d retired: a manifest of a checkpoint of %d entries is signed by the key current at its size",
+			m.Key, k.retired, m.Checkpoint.Size)})
 	}
 	if v.cp != nil && (m.Log != v.cp.Log || m.Checkpoint.Size != v.cp.Size || m.Checkpoint.Hash != entry.FormatTreeHash(v.cp.Hash)) {
 		c.fail(Problem{Index: -1, File: FileManifest, Msg: fmt.Sprintf("names log %s at %d entries, %s; the checkpoint file says log %s at %d entries, %s",

@@ -24,6 +24,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
@@ -1201,4 +1203,124 @@ func TestSinceSameCheckpoint(t *testing.T) {
 	}
 	wantFailures(t, run(t, load(t, f.files), &verify.Options{Since: other}),
 		failure{verify.CheckConsistency, -1, "of the same 13 entries, with tree hash"})
+}
+
+// mth is RFC 6962's Merkle tree hash of leaves.
+func mth(leaves []tlog.Hash) tlog.Hash {
+	if len(leaves) == 0 {
+		return entry.EmptyTreeHash
+	}
+	if len(leaves) == 1 {
+		return leaves[0]
+	}
+	k := 1
+	for k*2 < len(leaves) {
+		k *= 2
+	}
+	return tlog.NodeHash(mth(leaves[:k]), mth(leaves[k:]))
+}
+
+// TestRetiredKey: a rotation retires the key it replaces. Whoever still
+// holds that key can sign entries, checkpoints and manifests that are
+// otherwise perfect; each fails, with the first key pinned and the earlier
+// checkpoint given as well.
+func TestRetiredKey(t *testing.T) {
+	f := fixture(t)
+	// bundle is the whole fixture log and one more entry, index 13, signed
+	// by entryKey; the checkpoint of its 14 entries is signed by cpKey, the
+	// manifest by manKey. Nothing else is wrong with it.
+	bundle := func(t *testing.T, entryKey, cpKey, manKey ed25519.PrivateKey) fstest.MapFS {
+		m := load(t, f.complete)
+		var leaves []tlog.Hash
+		for _, l := range lines(m, verify.FileEntries) {
+			leaves = append(leaves, entry.LeafHash(bytes.TrimSuffix(l, []byte("\n"))))
+		}
+		body, _ := json.Marshal(entry.PolicyEvent{Version: 9, Hash: entry.Commit(nil, []byte("allow everything"))})
+		e := &entry.Entry{Log: f.log.ID(), Index: 13, ID: entry.NewID("e"), Kind: entry.KindPolicy,
+			Time: "2026-12-01T12:00:00Z", Prev: entry.FormatTreeHash(mth(leaves)), Body: body}
+		data, err := entry.Sign(e, entryKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setLines(m, verify.FileEntries, append(lines(m, verify.FileEntries), data))
+		leaves = append(leaves, entry.LeafHash(data))
+		cp := entry.Checkpoint{Log: f.log.ID(), Size: 14, Hash: mth(leaves)}
+		note, err := entry.SignCheckpoint(cp, cpKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[verify.FileCheckpoint].Data = note
+		man, err := verify.ParseManifest(m[verify.FileManifest].Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		man.Checkpoint = verify.TreeHead{Size: 14, Hash: entry.FormatTreeHash(cp.Hash)}
+		man.Indexes, man.Counts.Entries, man.Counts.Selected = "0-13", 14, man.Counts.Selected+1
+		for _, name := range []string{verify.FileEntries, verify.FileCheckpoint} {
+			sum := sha256.Sum256(m[name].Data)
+			man.Files[name] = verify.FileDigest(sum[:])
+		}
+		if m[verify.FileManifest].Data, err = verify.SignManifest(man, manKey); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	k1, k2 := f.key1, f.key2
+	pinned := func(since []byte) *verify.Options {
+		return &verify.Options{PinKeys: []ed25519.PublicKey{pub(k1)}, Since: since}
+	}
+	// The fixture rotated key1 to key2 at entry 9.
+	wantOK(t, run(t, bundle(t, k2, k2, k2), pinned(f.cp)))
+
+	retired := "which the rotation at entry 9 retired"
+	for _, tt := range []struct {
+		name            string
+		entry, cp, mani ed25519.PrivateKey
+		want            failure
+	}{
+		{"an entry signed by the retired key", k1, k2, k2, failure{verify.CheckKeys, 13, retired}},
+		{"a checkpoint signed by the retired key", k2, k1, k2, failure{verify.CheckCheckpoint, -1, retired}},
+		{"a manifest signed by the retired key", k2, k2, k1, failure{verify.CheckManifest, -1, retired}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := bundle(t, tt.entry, tt.cp, tt.mani)
+			wantFailures(t, run(t, m, nil), tt.want)
+			wantFailures(t, run(t, m, pinned(f.cp)), tt.want)
+		})
+	}
+	t.Run("an earlier checkpoint signed by the retired key", func(t *testing.T) {
+		cp, _ := entry.ParseCheckpoint(strings.SplitN(string(f.cp), "\n\n", 2)[0] + "\n")
+		old, err := entry.SignCheckpoint(cp, k1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantFailures(t, run(t, bundle(t, k2, k2, k2), pinned(old)), failure{verify.CheckConsistency, -1, retired})
+		// Of the tree before the rotation, the old key's checkpoint is
+		// its own.
+		early := entry.Checkpoint{Log: f.log.ID(), Size: 9}
+		var leaves []tlog.Hash
+		for _, l := range lines(load(t, f.complete), verify.FileEntries)[:9] {
+			leaves = append(leaves, entry.LeafHash(bytes.TrimSuffix(l, []byte("\n"))))
+		}
+		early.Hash = mth(leaves)
+		earlyNote, _ := entry.SignCheckpoint(early, k1)
+		wantOK(t, run(t, bundle(t, k2, k2, k2), pinned(earlyNote)))
+	})
+	t.Run("a second rotation from the retired key", func(t *testing.T) {
+		// Entry 13 rotates key1 to a key of the forger's: signed by key1,
+		// which entry 9 already retired.
+		m := load(t, f.complete)
+		ls := lines(m, verify.FileEntries)
+		var leaves []tlog.Hash
+		for _, l := range ls {
+			leaves = append(leaves, entry.LeafHash(bytes.TrimSuffix(l, []byte("\n"))))
+		}
+		k3 := pub(newKey(t))
+		body, _ := json.Marshal(entry.KeyEvent{Action: "rotated", KeyID: entry.KeyID(k3), PublicKey: base64.StdEncoding.EncodeToString(k3), Previous: entry.KeyID(pub(k1))})
+		e := &entry.Entry{Log: f.log.ID(), Index: 13, ID: entry.NewID("k"), Kind: entry.KindKey,
+			Time: "2026-12-01T12:00:00Z", Prev: entry.FormatTreeHash(mth(leaves)), Body: body}
+		data, _ := entry.Sign(e, k1)
+		setLines(m, verify.FileEntries, append(ls, data))
+		wantFailures(t, run(t, m, nil), failure{verify.CheckKeyChain, 13, "which the rotation at entry 9 already retired"})
+	})
 }
