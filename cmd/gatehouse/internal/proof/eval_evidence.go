@@ -258,6 +258,53 @@ func evidenceCases() []Case {
 			},
 		},
 		{
+			Family: EvidenceTampering, Name: "a proxy holding a key rotated away",
+			Claim: "a key retired by a rotation signs nothing after it, and the log still verifies",
+			Run: func(ctx context.Context, t *T) error {
+				l, _, err := t.evidenceLab(ctx)
+				if err != nil {
+					return err
+				}
+				// A proxy opens the log with the current key; the key is
+				// rotated while it runs; it gets another call.
+				s, err := l.Connect(ctx, serverName)
+				if err != nil {
+					return err
+				}
+				if _, err := s.CallTool(ctx, "echo", map[string]any{"message": "before"}); err != nil {
+					s.Close()
+					return err
+				}
+				if err := l.Must(ctx, "keys", "rotate"); err != nil {
+					s.Close()
+					return err
+				}
+				s.CallTool(ctx, "echo", map[string]any{"message": "after"}) // refused, or recorded; the evidence says which
+				s.Close()
+				ev, err := l.Export(ctx)
+				if err != nil {
+					return err
+				}
+				if !ev.Verified {
+					return fmt.Errorf("the log does not verify after the rotation: %s", strings.Join(ev.Failed(), ", "))
+				}
+				rotation := int64(-1)
+				var retired string
+				for _, e := range ev.Entries {
+					switch {
+					case e.Kind == "key" && e.Index > 0:
+						rotation, retired = e.Index, e.Key
+					case rotation >= 0 && e.Key == retired:
+						return fmt.Errorf("entry %d (%s) was signed by key %s, which the rotation at entry %d retired", e.Index, e.ID, retired, rotation)
+					}
+				}
+				if rotation < 0 {
+					return errors.New("the log holds no rotation")
+				}
+				return nil
+			},
+		},
+		{
 			Family: EvidenceTampering, Name: "database: a denial edited into an allow",
 			Claim: "an entry edited in the database fails verification of the next export",
 			Run: func(ctx context.Context, t *T) error {
