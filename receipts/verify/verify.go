@@ -1595,6 +1595,12 @@ func (v *verifier) finishConsistency() {
 			c.failf(-1, "", "%s: %s", old.source, fmt.Sprintf(format, args...))
 		}
 		_, kid, err := entry.OpenCheckpoint(old.raw, v.logKeys())
+		if err == nil {
+			if serr := oneStrictSignature(old.raw); serr != nil {
+				fail("the earlier checkpoint: %v", serr)
+				continue
+			}
+		}
 		if err != nil {
 			fail("the earlier checkpoint is signed by %s, a key this log never announces: the log was replaced, or signed again with other keys",
 				orDash(strings.Join(noteSigners(old.raw), ", ")))

@@ -1324,3 +1324,18 @@ func TestRetiredKey(t *testing.T) {
 		wantFailures(t, run(t, m, nil), failure{verify.CheckKeyChain, 13, "which the rotation at entry 9 already retired"})
 	})
 }
+
+// TestSinceStrictNote: an earlier checkpoint is held to the checkpoint's
+// rules: one signature line, in canonical base64.
+func TestSinceStrictNote(t *testing.T) {
+	f := fixture(t)
+	cp, _ := entry.ParseCheckpoint(strings.SplitN(string(f.cp), "\n\n", 2)[0] + "\n")
+	byKey1, err := entry.SignCheckpoint(cp, f.key1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same checkpoint with key1's signature line added to key2's.
+	twice := append(bytes.Clone(f.cp), byKey1[bytes.LastIndex(byKey1, []byte("\n—"))+1:]...)
+	wantFailures(t, run(t, load(t, f.complete), &verify.Options{Since: twice}),
+		failure{verify.CheckConsistency, -1, "2 signature lines, want 1"})
+}
