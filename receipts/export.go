@@ -194,7 +194,7 @@ func (l *Log) writeBundle(ctx context.Context, dir string, opts *ExportOptions) 
 	}
 	// The checkpoint and the manifest are signed over this size: not by a
 	// key retired before it.
-	if err := notRetired(ctx, tx, entry.KeyID(w.key.Public().(ed25519.PublicKey)), w.size); err != nil {
+	if w.key, err = l.liveKey(ctx, tx, w.key, w.size); err != nil {
 		return nil, err
 	}
 	if err := w.choose(); err != nil {

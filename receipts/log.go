@@ -69,9 +69,10 @@ type Log struct {
 	*Reader
 	commits committer
 
-	keyMu sync.Mutex
-	key   ed25519.PrivateKey // guarded by keyMu
-	keyID string             // guarded by keyMu
+	keyMu   sync.Mutex
+	key     ed25519.PrivateKey                 // guarded by keyMu
+	keyID   string                             // guarded by keyMu
+	loadKey func() (ed25519.PrivateKey, error) // see FollowKeys; guarded by keyMu
 
 	// writes is the lock of the home folder's file that every write
 	// transaction of the log holds (nil when the database has no home
@@ -118,6 +119,50 @@ func notRetired(ctx context.Context, q interface {
 		return fmt.Errorf("%w: key %s was retired at entry %d", ErrRetiredKey, kid, r)
 	}
 	return nil
+}
+
+// FollowKeys gives the log a way to load its current signing key (from the
+// keychain that holds it) for when another process rotates the key: the
+// log then signs with the key load returns, if it is the log's current
+// key, instead of failing with [ErrRetiredKey]. A proxy that runs for
+// days goes on across a rotation made in the app.
+func (l *Log) FollowKeys(load func() (ed25519.PrivateKey, error)) {
+	l.keyMu.Lock()
+	l.loadKey = load
+	l.keyMu.Unlock()
+}
+
+// liveKey returns a key that may sign over a tree of size entries: key, or,
+// when another process retired it, the log's current key, if this process
+// has it or can load it ([Log.FollowKeys]).
+func (l *Log) liveKey(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, key ed25519.PrivateKey, size int64) (ed25519.PrivateKey, error) {
+	err := notRetired(ctx, q, entry.KeyID(key.Public().(ed25519.PublicKey)), size)
+	if !errors.Is(err, ErrRetiredKey) {
+		return key, err
+	}
+	var latest string
+	if qerr := q.QueryRowContext(ctx, `SELECT key_id FROM keys ORDER BY added_idx DESC LIMIT 1`).Scan(&latest); qerr != nil {
+		return nil, fmt.Errorf("read the log's keys: %w", qerr)
+	}
+	l.keyMu.Lock()
+	defer l.keyMu.Unlock()
+	if l.keyID == latest {
+		return l.key, nil // loaded already, by an earlier append
+	}
+	if l.loadKey == nil {
+		return nil, err
+	}
+	next, lerr := l.loadKey()
+	if lerr != nil {
+		return nil, fmt.Errorf("%w; loading the current key: %v", err, lerr)
+	}
+	if id := entry.KeyID(next.Public().(ed25519.PublicKey)); id != latest {
+		return nil, fmt.Errorf("%w; the key loaded is %s, not the log's current %s", err, id, latest)
+	}
+	l.key, l.keyID = next, latest
+	return next, nil
 }
 
 // Open opens the log in m's database, creating it on first use, and makes
@@ -420,7 +465,8 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 	}
 	// A key another process retired signs no more entries: an entry after
 	// the rotation signed by the key it retired fails verification.
-	if err := notRetired(ctx, tx, entry.KeyID(key.Public().(ed25519.PublicKey)), n+1); err != nil {
+	key, err = l.liveKey(ctx, tx, key, n+1)
+	if err != nil {
 		return nil, err
 	}
 	hr := hashReader{ctx: ctx, q: tx, tx: tx, stmts: &l.stmts}

@@ -245,6 +245,24 @@ func TestRetiredKeySignsNothing(t *testing.T) {
 	if n, _ := rotator.Size(ctx); n != 4 {
 		t.Errorf("log size = %d, want 4 (key, receipt, rotation, receipt)", n)
 	}
+
+	// Given a way to load the current key, the stale process signs on
+	// with it; a key that is not the log's current one does not serve.
+	stale.FollowKeys(func() (ed25519.PrivateKey, error) { return newKey(t), nil })
+	if _, err := stale.AppendReceipt(ctx, sampleReceipt(), nil); !errors.Is(err, ErrRetiredKey) {
+		t.Errorf("append, loading a key that is not the log's = %v, want ErrRetiredKey", err)
+	}
+	stale.FollowKeys(func() (ed25519.PrivateKey, error) { return next, nil })
+	e, err := stale.AppendReceipt(ctx, sampleReceipt(), nil)
+	if err != nil {
+		t.Fatalf("append, loading the current key: %v", err)
+	}
+	if want := entry.KeyID(next.Public().(ed25519.PublicKey)); e.Key != want || stale.KeyID() != want {
+		t.Errorf("the stale process signs with %s (entry %s), want the current key %s", stale.KeyID(), e.Key, want)
+	}
+	if _, _, err := stale.Checkpoint(ctx); err != nil {
+		t.Errorf("checkpoint after loading the current key: %v", err)
+	}
 }
 
 // A log opens only with its current key: a key the keychain made after it

@@ -51,8 +51,8 @@ func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) 
 		return nil, c, fmt.Errorf("checkpoint: %w", err)
 	}
 	c.Log = l.id
-	key, kid := l.signer()
-	if err := notRetired(ctx, l.db, kid, c.Size); err != nil {
+	key, err := l.liveKey(ctx, l.db, l.currentKey(), c.Size)
+	if err != nil {
 		return nil, c, fmt.Errorf("checkpoint: %w", err)
 	}
 	signed, err := entry.SignCheckpoint(c, key)

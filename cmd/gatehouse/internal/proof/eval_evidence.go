@@ -259,7 +259,7 @@ func evidenceCases() []Case {
 		},
 		{
 			Family: EvidenceTampering, Name: "a proxy holding a key rotated away",
-			Claim: "a key retired by a rotation signs nothing after it, and the log still verifies",
+			Claim: "a key retired by a rotation signs nothing after it: a running proxy signs on with the new key, and the log verifies",
 			Run: func(ctx context.Context, t *T) error {
 				l, _, err := t.evidenceLab(ctx)
 				if err != nil {
@@ -279,8 +279,14 @@ func evidenceCases() []Case {
 					s.Close()
 					return err
 				}
-				s.CallTool(ctx, "echo", map[string]any{"message": "after"}) // refused, or recorded; the evidence says which
+				res, err := s.CallTool(ctx, "echo", map[string]any{"message": "after"})
 				s.Close()
+				if err != nil {
+					return err
+				}
+				if res.IsError {
+					return fmt.Errorf("the proxy refused the call after the rotation: %s", res.Text)
+				}
 				ev, err := l.Export(ctx)
 				if err != nil {
 					return err
@@ -288,7 +294,7 @@ func evidenceCases() []Case {
 				if !ev.Verified {
 					return fmt.Errorf("the log does not verify after the rotation: %s", strings.Join(ev.Failed(), ", "))
 				}
-				rotation := int64(-1)
+				rotation, after := int64(-1), 0
 				var retired string
 				for _, e := range ev.Entries {
 					switch {
@@ -296,10 +302,15 @@ func evidenceCases() []Case {
 						rotation, retired = e.Index, e.Key
 					case rotation >= 0 && e.Key == retired:
 						return fmt.Errorf("entry %d (%s) was signed by key %s, which the rotation at entry %d retired", e.Index, e.ID, retired, rotation)
+					case rotation >= 0 && e.Kind == "receipt":
+						after++
 					}
 				}
-				if rotation < 0 {
+				switch {
+				case rotation < 0:
 					return errors.New("the log holds no rotation")
+				case after == 0:
+					return errors.New("the call after the rotation has no receipt")
 				}
 				return nil
 			},
