@@ -84,6 +84,9 @@ func (c *core) evidence(ctx context.Context) (*receipts.Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A rotation made elsewhere (gatehouse keys rotate) retires this key:
+	// sign on with the keychain's new one.
+	l.FollowKeys(c.kc.SigningKey)
 	c.log.Store(l)
 	go c.upgradeIndex(l)
 	return l, nil

@@ -192,6 +192,11 @@ func (l *Log) writeBundle(ctx context.Context, dir string, opts *ExportOptions) 
 	if w.size == 0 {
 		return nil, errors.New("the log is empty")
 	}
+	// The checkpoint and the manifest are signed over this size: not by a
+	// key retired before it.
+	if w.key, err = l.liveKey(ctx, tx, w.key, w.size); err != nil {
+		return nil, err
+	}
 	if err := w.choose(); err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func exportLog(t *testing.T) (*Log, []*entry.Entry) {
 	add(l.AppendReceipt(ctx, call("mail", entry.Deny), []byte(`{"to":"x"}`)))
 	r4 := add(l.AppendReceipt(ctx, call("files", entry.Allow), []byte(`{"path":"b"}`)))
 	add(l.AppendOutcome(ctx, entry.Outcome{Receipt: r4.ID, Status: entry.Failed, ErrorCode: -32603}, nil))
-	add(l.AppendEvent(ctx, entry.KindPolicy, entry.PolicyEvent{Version: 2, Hash: "sha256:00"}))
+	add(l.AppendEvent(ctx, entry.KindPolicy, entry.PolicyEvent{Version: 2, Hash: entry.Commit(nil, []byte("policy v2"))}))
 	add(l.Erase(ctx, []string{r1.ID}, "request"))
 	r8 := add(l.AppendReceipt(ctx, call("mail", entry.Allow), []byte(`{"to":"y"}`)))
 	add(l.AppendOutcome(ctx, entry.Outcome{Receipt: r8.ID, Status: entry.Unknown}, nil))

@@ -69,9 +69,10 @@ type Log struct {
 	*Reader
 	commits committer
 
-	keyMu sync.Mutex
-	key   ed25519.PrivateKey // guarded by keyMu
-	keyID string             // guarded by keyMu
+	keyMu   sync.Mutex
+	key     ed25519.PrivateKey                 // guarded by keyMu
+	keyID   string                             // guarded by keyMu
+	loadKey func() (ed25519.PrivateKey, error) // see FollowKeys; guarded by keyMu
 
 	// writes is the lock of the home folder's file that every write
 	// transaction of the log holds (nil when the database has no home
@@ -83,6 +84,86 @@ type Log struct {
 // and the key given is none of them: the keychain lost the log's key, or
 // holds another log's.
 var ErrForeignKey = errors.New("the signing key is not one of this log's keys")
+
+// ErrRetiredKey is returned when the log's key was rotated (by another
+// process, since this one opened the log): a retired key signs nothing
+// more, as verification fails whatever it signs after its retirement.
+// Open the log again with its current key.
+var ErrRetiredKey = errors.New("the signing key was retired by a rotation")
+
+// retiredAt returns the index of the rotation that retired key kid, the
+// log's next key entry after the one that announced it; ok is false while
+// kid is the log's latest key, or is not one of its keys.
+func retiredAt(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, kid string) (index int64, ok bool, err error) {
+	var r sql.NullInt64
+	err = q.QueryRowContext(ctx, `SELECT min(added_idx) FROM keys
+		WHERE added_idx > (SELECT added_idx FROM keys WHERE key_id = ?)`, kid).Scan(&r)
+	if err != nil {
+		return 0, false, fmt.Errorf("read the log's keys: %w", err)
+	}
+	return r.Int64, r.Valid, nil
+}
+
+// notRetired fails with ErrRetiredKey when kid was retired before size
+// entries: what it signs over a tree of size entries would not verify.
+func notRetired(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, kid string, size int64) error {
+	r, retired, err := retiredAt(ctx, q, kid)
+	if err != nil {
+		return err
+	}
+	if retired && size > r {
+		return fmt.Errorf("%w: key %s was retired at entry %d", ErrRetiredKey, kid, r)
+	}
+	return nil
+}
+
+// FollowKeys gives the log a way to load its current signing key (from the
+// keychain that holds it) for when another process rotates the key: the
+// log then signs with the key load returns, if it is the log's current
+// key, instead of failing with [ErrRetiredKey]. A proxy that runs for
+// days goes on across a rotation made in the app.
+func (l *Log) FollowKeys(load func() (ed25519.PrivateKey, error)) {
+	l.keyMu.Lock()
+	l.loadKey = load
+	l.keyMu.Unlock()
+}
+
+// liveKey returns a key that may sign over a tree of size entries: key, or,
+// when another process retired it, the log's current key, if this process
+// has it or can load it ([Log.FollowKeys]).
+func (l *Log) liveKey(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, key ed25519.PrivateKey, size int64) (ed25519.PrivateKey, error) {
+	err := notRetired(ctx, q, entry.KeyID(key.Public().(ed25519.PublicKey)), size)
+	if !errors.Is(err, ErrRetiredKey) {
+		return key, err
+	}
+	var latest string
+	if qerr := q.QueryRowContext(ctx, `SELECT key_id FROM keys ORDER BY added_idx DESC LIMIT 1`).Scan(&latest); qerr != nil {
+		return nil, fmt.Errorf("read the log's keys: %w", qerr)
+	}
+	l.keyMu.Lock()
+	defer l.keyMu.Unlock()
+	if l.keyID == latest {
+		return l.key, nil // loaded already, by an earlier append
+	}
+	if l.loadKey == nil {
+		return nil, err
+	}
+	next, lerr := l.loadKey()
+	if lerr != nil {
+		return nil, fmt.Errorf("%w; loading the current key: %v", err, lerr)
+	}
+	if id := entry.KeyID(next.Public().(ed25519.PublicKey)); id != latest {
+		return nil, fmt.Errorf("%w; the key loaded is %s, not the log's current %s", err, id, latest)
+	}
+	l.key, l.keyID = next, latest
+	return next, nil
+}
 
 // Open opens the log in m's database, creating it on first use, and makes
 // sure key is announced in it: a new log begins with a key entry signed by
@@ -243,8 +324,9 @@ func (l *Log) announce(ctx context.Context, key ed25519.PrivateKey, action, prev
 }
 
 // Rotate announces next as the log's signing key, in an entry signed by the
-// current one, and signs with it from then on. Entries signed by the old key
-// still verify: its public key stays in the log.
+// current one, and signs with it from then on. The rotation retires the old
+// key: what it signed before still verifies (its public key stays in the
+// log), and it signs nothing more ([ErrRetiredKey]).
 func (l *Log) Rotate(ctx context.Context, next ed25519.PrivateKey) error {
 	if err := l.announce(ctx, next, "rotated", l.KeyID(), false); err != nil {
 		return fmt.Errorf("rotate key: %w", err)
@@ -378,6 +460,12 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 		err = rows.Scan(&n)
 	}
 	rows.Close()
+	if err != nil {
+		return nil, err
+	}
+	// A key another process retired signs no more entries: an entry after
+	// the rotation signed by the key it retired fails verification.
+	key, err = l.liveKey(ctx, tx, key, n+1)
 	if err != nil {
 		return nil, err
 	}

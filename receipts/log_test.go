@@ -209,6 +209,62 @@ func TestRotate(t *testing.T) {
 	}
 }
 
+// TestRetiredKeySignsNothing: a process that opened the log before another
+// rotated its key holds a retired key; it appends, checkpoints and exports
+// nothing with it, as all of that would fail verification.
+func TestRetiredKeySignsNothing(t *testing.T) {
+	ctx := context.Background()
+	old, next := newKey(t), newKey(t)
+	rotator, st := MustOpen(t, old)
+	stale, err := Open(ctx, st, old) // the other process, opened first
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stale.AppendReceipt(ctx, sampleReceipt(), nil); err != nil {
+		t.Fatalf("append before the rotation: %v", err)
+	}
+	if err := rotator.Rotate(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stale.AppendReceipt(ctx, sampleReceipt(), nil); !errors.Is(err, ErrRetiredKey) {
+		t.Errorf("append with the retired key = %v, want ErrRetiredKey", err)
+	}
+	if _, err := stale.AppendEvent(ctx, entry.KindPolicy, entry.PolicyEvent{Version: 2, Hash: entry.Commit(nil, []byte("p"))}); !errors.Is(err, ErrRetiredKey) {
+		t.Errorf("append an event with the retired key = %v, want ErrRetiredKey", err)
+	}
+	if _, _, err := stale.Checkpoint(ctx); !errors.Is(err, ErrRetiredKey) {
+		t.Errorf("checkpoint with the retired key = %v, want ErrRetiredKey", err)
+	}
+	if _, err := stale.Export(ctx, t.TempDir()+"/bundle", nil); !errors.Is(err, ErrRetiredKey) {
+		t.Errorf("export with the retired key = %v, want ErrRetiredKey", err)
+	}
+	// The rotator signs on with the new key.
+	if _, err := rotator.AppendReceipt(ctx, sampleReceipt(), nil); err != nil {
+		t.Errorf("append with the new key: %v", err)
+	}
+	if n, _ := rotator.Size(ctx); n != 4 {
+		t.Errorf("log size = %d, want 4 (key, receipt, rotation, receipt)", n)
+	}
+
+	// Given a way to load the current key, the stale process signs on
+	// with it; a key that is not the log's current one does not serve.
+	stale.FollowKeys(func() (ed25519.PrivateKey, error) { return newKey(t), nil })
+	if _, err := stale.AppendReceipt(ctx, sampleReceipt(), nil); !errors.Is(err, ErrRetiredKey) {
+		t.Errorf("append, loading a key that is not the log's = %v, want ErrRetiredKey", err)
+	}
+	stale.FollowKeys(func() (ed25519.PrivateKey, error) { return next, nil })
+	e, err := stale.AppendReceipt(ctx, sampleReceipt(), nil)
+	if err != nil {
+		t.Fatalf("append, loading the current key: %v", err)
+	}
+	if want := entry.KeyID(next.Public().(ed25519.PublicKey)); e.Key != want || stale.KeyID() != want {
+		t.Errorf("the stale process signs with %s (entry %s), want the current key %s", stale.KeyID(), e.Key, want)
+	}
+	if _, _, err := stale.Checkpoint(ctx); err != nil {
+		t.Errorf("checkpoint after loading the current key: %v", err)
+	}
+}
+
 // A log opens only with its current key: a key the keychain made after it
 // lost the log's (or a retired one) is refused, and Adopt adds it knowingly,
 // as a break in custody the verifier reports.

@@ -51,7 +51,11 @@ func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) 
 		return nil, c, fmt.Errorf("checkpoint: %w", err)
 	}
 	c.Log = l.id
-	signed, err := entry.SignCheckpoint(c, l.currentKey())
+	key, err := l.liveKey(ctx, l.db, l.currentKey(), c.Size)
+	if err != nil {
+		return nil, c, fmt.Errorf("checkpoint: %w", err)
+	}
+	signed, err := entry.SignCheckpoint(c, key)
 	if err != nil {
 		return nil, c, fmt.Errorf("checkpoint: %w", err)
 	}

@@ -138,7 +138,7 @@ func TestSearchFilters(t *testing.T) {
 	r1, o1 := call(t, l, "files", "read_file", entry.Allow, "claude-code", `{}`, entry.Succeeded, `"ok"`)
 	r2, _ := call(t, l, "files", "write_file", entry.Deny, "claude-code", `{}`, "", "")
 	r3, o3 := call(t, l, "github", "create_issue", entry.Allow, "cursor", `{}`, entry.Failed, "")
-	pin, err := l.AppendEvent(ctx, entry.KindPin, entry.PinEvent{Server: "files", Tool: "read_file", NewHash: "sha256:00"})
+	pin, err := l.AppendEvent(ctx, entry.KindPin, entry.PinEvent{Server: "files", Tool: "read_file", NewHash: entry.Commit(nil, []byte("tool"))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/receipts"
 	"text/tabwriter"
-	"time"
 
-	"github.com/gatehouse-dev/gatehouse/receipts/entry"
+	"github.com/gatehouse-dev/gatehouse/receipts"
+	"github.com/gatehouse-dev/gatehouse/receipts/verify"
 )
 
 var keysListCmd = &command{
@@ -136,7 +135,7 @@ var keysExportCmd = &command{
 	name:    "keys export-public",
 	summary: "print the public keys that verify the log (JWKS, PEM or raw)",
 	flags: flagged(func(fs *flag.FlagSet, f *keysExportFlags) {
-		fs.StringVar(&f.format, "format", "jwks", "`format`: jwks (every key), pem or raw (the current key, base64)")
+		fs.StringVar(&f.format, "format", "jwks", "`format`: jwks or pem (every key, oldest first), or raw (the current key, base64)")
 	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *keysExportFlags, args []string) error {
 		if err := noArgs(fs, args); err != nil {
 			return err
@@ -158,31 +157,36 @@ var keysExportCmd = &command{
 		}
 		switch format := f.format; format {
 		case "jwks":
-			type jwk struct {
-				Kty string `json:"kty"`
-				Crv string `json:"crv"`
-				X   string `json:"x"`
-				Kid string `json:"kid"`
-				Use string `json:"use"`
-				Alg string `json:"alg"`
-			}
-			set := struct {
-				Keys []jwk `json:"keys"`
-			}{Keys: []jwk{}}
+			set := verify.JWKS{Keys: []verify.JWK{}}
 			for _, k := range keys {
-				set.Keys = append(set.Keys, jwk{"OKP", "Ed25519", base64.RawURLEncoding.EncodeToString(k.Public), k.ID, "sig", "EdDSA"})
+				set.Keys = append(set.Keys, verify.NewJWK(k.Public))
 			}
 			enc := json.NewEncoder(c.stdout)
 			enc.SetIndent("", "  ")
 			return enc.Encode(set)
 		case "pem":
-			der, err := x509.MarshalPKIXPublicKey(current)
-			if err != nil {
-				return err
+			// Every key, oldest first, each a PUBLIC KEY block with no
+			// headers (OpenSSL reads none), named on the line before it.
+			for i, k := range keys {
+				der, err := x509.MarshalPKIXPublicKey(k.Public)
+				if err != nil {
+					return err
+				}
+				what := fmt.Sprintf("announced at entry %d", k.AddedIdx)
+				switch {
+				case i == 0 && k.ID == l.KeyID():
+					what = "the log's first and current key, " + what
+				case i == 0:
+					what = "the log's first key, " + what
+				case k.ID == l.KeyID():
+					what = "the current key, " + what
+				}
+				fmt.Fprintf(c.stdout, "Gatehouse evidence log %s, key %s: %s\n", l.ID(), k.ID, what)
+				if err := pem.Encode(c.stdout, &pem.Block{Type: "PUBLIC KEY", Bytes: der}); err != nil {
+					return err
+				}
 			}
-			return pem.Encode(c.stdout, &pem.Block{Type: "PUBLIC KEY", Headers: map[string]string{
-				"Key-Id": entry.KeyID(current), "Exported": time.Now().UTC().Format(time.RFC3339),
-			}, Bytes: der})
+			return nil
 		case "raw":
 			fmt.Fprintln(c.stdout, base64.StdEncoding.EncodeToString(current))
 			return nil

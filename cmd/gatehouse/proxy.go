@@ -196,6 +196,10 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 	if err != nil {
 		return nil, err
 	}
+	// A rotation made elsewhere (the app, gatehouse keys rotate) retires
+	// the key this proxy holds: it signs on with the new one, from the
+	// keychain.
+	l.FollowKeys(vaultFor(st).SigningKey)
 	policies, err := policy.Open(ctx, st, &policy.Options{Recorder: policyRecorder(l)})
 	if err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ truncated, rewritten or signed again with a fresh key fails one of them.
 
 docs/evidence.md specifies the format, for a verifier of your own.`,
 	flags: flagged(func(fs *flag.FlagSet, f *verifyFlags) {
-		fs.StringVar(&f.pinKey, "pin-key", "", "trust only a log whose first key is `KID` (16 hex digits), or is in the public key FILE (JWKS, JWK, PEM or base64)")
+		fs.StringVar(&f.pinKey, "pin-key", "", "trust only a log whose first key is `KID` (16 hex digits), or the first key of the public key FILE (JWKS, JWK, PEM or base64)")
 		fs.StringVar(&f.sinceCheckpoint, "since-checkpoint", "", "the checkpoint `FILE` of an earlier export, which the log must extend")
 		fs.BoolVar(&f.json, "json", false, "print the report as JSON")
 	}, runVerify),
@@ -107,7 +107,10 @@ func pinKey(opts *verify.Options, pin string) error {
 		if err != nil {
 			return usagef("verify: --pin-key %s: %v", pin, err)
 		}
-		opts.PinKeys = keys
+		// A file pins its first key: export-public and keys.jwks.json list
+		// a log's keys oldest first, and pinning a later one would let
+		// whoever holds it start a log of their own.
+		opts.PinKeys = keys[:1]
 	case keyIDPattern.MatchString(pin):
 		opts.PinKeyID = pin
 	case errors.Is(err, fs.ErrNotExist):

@@ -48,16 +48,21 @@ func Open(name string) (fs.FS, error) {
 const maxArchive = 8 << 30
 
 // ReadArchive reads a gzipped tar archive of a bundle. The files may sit at
-// the top of the archive or in one folder; only regular files and folders
-// are allowed.
+// the top of the archive or in one folder, which the archive may list as a
+// folder member. It returns an error only for what cannot be read as one:
+// not gzip, not tar, too large, or no regular file at all. Any other member
+// (a link, another folder, a file nested deeper or in another folder, a
+// path that leaves the archive, a name twice) is not a file of the bundle:
+// the verifier reports each under [CheckManifest], and the bundle fails.
 func ReadArchive(r io.Reader) (fs.FS, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not gzip: %v", ErrNotBundle, err)
 	}
 	tr := tar.NewReader(zr)
-	files := memFS{}
-	prefix := "\x00" // the folder every file is in; unset
+	a := &archiveFS{memFS: memFS{}}
+	prefix := "\x00"  // the folder every file is in; unset
+	var dirs []string // folder members
 	var total int64
 	for {
 		h, err := tr.Next()
@@ -68,27 +73,37 @@ func ReadArchive(r io.Reader) (fs.FS, error) {
 			return nil, fmt.Errorf("%w: tar: %v", ErrNotBundle, err)
 		}
 		name := h.Name
-		if !fs.ValidPath(strings.TrimSuffix(name, "/")) || strings.Contains(name, `\`) {
-			return nil, fmt.Errorf("%w: bad path %q in the archive", ErrNotBundle, name)
+		clean := strings.TrimSuffix(name, "/")
+		if !fs.ValidPath(clean) || clean == "." || strings.Contains(name, `\`) {
+			a.problem(name, "a member whose path is not a relative path inside the archive")
+			continue
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
+			dirs = append(dirs, clean+"/")
 			continue
 		case tar.TypeReg:
+		case tar.TypeSymlink, tar.TypeLink:
+			a.problem(name, fmt.Sprintf("a link (to %q), not a regular file: a bundle holds regular files only", h.Linkname))
+			continue
 		default:
-			return nil, fmt.Errorf("%w: %q is not a regular file", ErrNotBundle, name)
+			a.problem(name, "not a regular file: a bundle holds regular files only")
+			continue
 		}
-		dir, base := path.Split(name)
+		dir, base := path.Split(clean)
 		if strings.Count(dir, "/") > 1 {
-			return nil, fmt.Errorf("%w: %q is nested more than one folder deep", ErrNotBundle, name)
+			a.problem(name, "nested more than one folder deep: not a file of the bundle")
+			continue
 		}
 		if prefix == "\x00" {
 			prefix = dir
 		} else if dir != prefix {
-			return nil, fmt.Errorf("%w: files in more than one folder (%q, %q)", ErrNotBundle, prefix, dir)
+			a.problem(name, fmt.Sprintf("in another folder than the bundle's files (%q): not a file of the bundle", prefix))
+			continue
 		}
-		if _, dup := files[base]; dup {
-			return nil, fmt.Errorf("%w: %q is in the archive twice", ErrNotBundle, name)
+		if _, dup := a.memFS[base]; dup {
+			a.problem(name, "in the archive twice: which of them is the bundle's?")
+			continue
 		}
 		if h.Size < 0 || total+h.Size > maxArchive {
 			return nil, fmt.Errorf("%w: larger than %d bytes", ErrNotBundle, int64(maxArchive))
@@ -98,12 +113,30 @@ func ReadArchive(r io.Reader) (fs.FS, error) {
 			return nil, fmt.Errorf("%w: read %s: %v", ErrNotBundle, name, err)
 		}
 		total += int64(len(data))
-		files[base] = data
+		a.memFS[base] = data
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%w: the archive is empty", ErrNotBundle)
+	if len(a.memFS) == 0 {
+		return nil, fmt.Errorf("%w: the archive holds no file", ErrNotBundle)
 	}
-	return files, nil
+	for _, d := range dirs {
+		if d != prefix {
+			a.problem(d, "a folder: a bundle holds files only, all at the top of the archive or all in one folder")
+		}
+	}
+	return a, nil
+}
+
+// An archiveFS is the files of an archive, and what else the archive held:
+// members that are not files of the bundle, which the verifier reports.
+type archiveFS struct {
+	memFS
+	problems []archiveProblem
+}
+
+type archiveProblem struct{ name, msg string }
+
+func (a *archiveFS) problem(name, msg string) {
+	a.problems = append(a.problems, archiveProblem{name, msg})
 }
 
 // memFS is a flat, read-only file system in memory.

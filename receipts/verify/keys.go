@@ -20,7 +20,8 @@ import (
 //
 //   - a JWK Set (keys.jwks.json, or export-public's default output);
 //   - a single JWK;
-//   - PEM ("PUBLIC KEY", PKIX), as export-public --format pem writes;
+//   - PEM ("PUBLIC KEY", PKIX), one block per key, as export-public
+//     --format pem writes (the lines between blocks are ignored);
 //   - the base64 of the 32-byte key, as export-public --format raw writes;
 //   - a note verifier key (name+hash+base64).
 func ParsePublicKeys(data []byte) ([]ed25519.PublicKey, error) {
@@ -30,7 +31,7 @@ func ParsePublicKeys(data []byte) ([]ed25519.PublicKey, error) {
 		return nil, errors.New("parse public key: empty")
 	case text[0] == '{':
 		return parseJWKFile(text)
-	case bytes.HasPrefix(text, []byte("-----BEGIN")):
+	case bytes.Contains(text, []byte("-----BEGIN ")):
 		return parsePEM(text)
 	}
 	// A note verifier key is name+hash+base64(0x01 || key): after its

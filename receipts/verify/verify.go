@@ -20,16 +20,23 @@
 // Each check is a row of the [Report], with the entries it failed on named
 // by index and id:
 //
-//   - manifest: signed by a key of the log; every file matches the SHA-256
-//     the manifest gives it; the entries are the ones it lists.
+//   - manifest: signed by a key of the log; the bundle holds exactly the
+//     files it lists (anything else, in a folder or an archive, whatever its
+//     name or case, fails), and nothing it says the export left out; every
+//     file matches the SHA-256 the manifest gives it.
 //   - canonical form: every line of entries.jsonl is an entry in RFC 8785
-//     canonical form, of a known kind, with a body of that kind.
+//     canonical form, of a known kind, with a body of that kind, every
+//     member (ids, key ids, times, hashes, decisions, statuses) of the form
+//     docs/evidence.md gives it, and exactly the members of the format.
 //   - log order: one log, indexes ascending, no duplicates, none missing.
 //   - key chain: the log's first entry announces its first key, signed by
 //     that key; every later key is a rotation signed by a key announced
-//     before it; keys.jwks.json holds exactly those keys; the first key is
-//     the pinned one, when [Options] pin one.
-//   - key resolution: every entry is signed by a key announced at or before it.
+//     before it, which the rotation retires; keys.jwks.json holds exactly
+//     those keys; the first key is the pinned one, when [Options] pin one.
+//   - key resolution: every entry is signed by a key announced at or before
+//     it and not retired before it. A retired key signs no checkpoint,
+//     manifest or earlier checkpoint of a tree that holds its rotation
+//     either (reported by those checks).
 //   - signatures: every entry's Ed25519 signature.
 //   - inclusion: every entry is a leaf of the checkpoint's tree (an audit
 //     path each, or, for a bundle of the whole log, the tree rebuilt).
@@ -64,6 +71,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -74,7 +82,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/gowebpki/jcs"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
@@ -179,7 +189,12 @@ type keyInfo struct {
 	entry    string // its id
 	action   string
 	previous string
+	retired  int64 // index of the rotation that retired it; -1 while it is the latest
 }
+
+// retiredBefore reports whether the key was retired before a tree of size
+// entries (or before entry size): whatever it signs over that tree fails.
+func (k *keyInfo) retiredBefore(size int64) bool { return k.retired >= 0 && size > k.retired }
 
 // seen is what the later checks need of an entry read. There is one per
 // entry, a million for a large log, so it is kept small: kinds and
@@ -294,16 +309,43 @@ func (v *verifier) fileProblem(check, file, format string, args ...any) {
 	v.check(check).fail(Problem{Index: -1, File: file, Msg: fmt.Sprintf(format, args...)})
 }
 
+// listFiles lists the bundle's files. Anything else in the bundle (a
+// folder and what it holds, a link, a file whose name is not one of the
+// format's, whatever its case, or a member of an archive that is not a
+// file of the bundle) fails the manifest check: the signed manifest does
+// not list it.
 func (v *verifier) listFiles() {
-	des, err := fs.ReadDir(v.fsys, ".")
+	if a, ok := v.fsys.(*archiveFS); ok {
+		for _, p := range a.problems {
+			v.fileProblem(CheckManifest, p.name, "%s", p.msg)
+		}
+	}
+	err := fs.WalkDir(v.fsys, ".", func(name string, de fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			v.fileProblem(CheckManifest, name, "cannot list: %v", err)
+		case name == ".":
+		case de.IsDir():
+			v.fileProblem(CheckManifest, name+"/", "a folder: a bundle holds files only, and the signed manifest lists none in a folder")
+		case strings.Contains(name, "/"):
+			v.fileProblem(CheckManifest, name, "in a folder of the bundle: not listed in the signed manifest")
+		case !de.Type().IsRegular():
+			v.fileProblem(CheckManifest, name, "not a regular file (a link, or a device): a bundle holds regular files only")
+		case !slices.Contains(knownFiles, name):
+			msg := "not listed in the signed manifest, and not a file of the bundle format"
+			for _, known := range knownFiles {
+				if strings.EqualFold(name, known) {
+					msg += fmt.Sprintf(" (names are case-sensitive: the format's file is %s)", known)
+				}
+			}
+			v.fileProblem(CheckManifest, name, "%s", msg)
+		default:
+			v.present[name] = true
+		}
+		return nil
+	})
 	if err != nil {
 		v.fileProblem(CheckManifest, "", "cannot list the bundle's files: %v", err)
-		return
-	}
-	for _, de := range des {
-		if de.Type().IsRegular() {
-			v.present[de.Name()] = true
-		}
 	}
 }
 
@@ -498,10 +540,11 @@ type item struct {
 	raw  []byte
 	leaf tlog.Hash
 
-	e       *entry.Entry
-	err     error // parsing
-	body    any
-	bodyErr error
+	e        *entry.Entry
+	err      error // parsing
+	body     any
+	bodyErr  error
+	fieldErr error // the entry's own members (3.1)
 
 	sigChecked bool // with the JWKS key; otherwise with the chain's, when absorbed
 	sigErr     error
@@ -660,6 +703,7 @@ func (v *verifier) prepare(it *item) {
 		it.err = err
 	} else {
 		it.e = e
+		it.fieldErr = checkFields(e)
 		it.body, it.bodyErr = decodeBody(e)
 		if pub, ok := v.jwks[e.Key]; ok {
 			it.sigChecked = true
@@ -769,52 +813,202 @@ func decodeBody(e *entry.Entry) (any, error) {
 	if err := decodeStrict(e.Body, body); err != nil {
 		return nil, fmt.Errorf("body of a %s entry: %v", e.Kind, err)
 	}
+	// encoding/json matches member names whatever their case, and takes
+	// the last of two: accept only the bytes the body read would be
+	// written as, which also holds every required member, and no optional
+	// one that is empty.
+	if raw, err := json.Marshal(body); err != nil {
+		return nil, fmt.Errorf("body of a %s entry: %v", e.Kind, err)
+	} else if again, err := jcs.Transform(raw); err != nil || !bytes.Equal(again, e.Body) {
+		return nil, fmt.Errorf("body of a %s entry: its members are not exactly the format's (a required member missing, an optional one present but empty, or a name in another case or twice)", e.Kind)
+	}
 	if err := checkBody(body); err != nil {
 		return nil, fmt.Errorf("body of a %s entry: %v", e.Kind, err)
 	}
 	return body, nil
 }
 
-// checkBody checks the values a body's kind allows.
+// checkBody checks the values a body's kind allows (docs/evidence.md, 3.5).
 func checkBody(body any) error {
-	commitment := func(name, c string, optional bool) error {
-		if c == "" && optional {
-			return nil
-		}
-		if h, ok := strings.CutPrefix(c, "sha256:"); !ok || len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
-			return fmt.Errorf("%s %q is not sha256: and 64 lowercase hex digits", name, c)
-		}
-		return nil
-	}
 	switch b := body.(type) {
 	case *entry.Receipt:
-		if b.Decision != entry.Allow && b.Decision != entry.Deny && b.Decision != entry.ApprovalRequired {
+		switch {
+		case b.Server == "" || b.Tool == "":
+			return errors.New("server and tool must not be empty")
+		case b.Capability != entry.Capability(b.Server, b.Tool):
+			return fmt.Errorf("capability %q is not %q, mcp.<server>.<tool>", b.Capability, entry.Capability(b.Server, b.Tool))
+		case b.Decision != entry.Allow && b.Decision != entry.Deny && b.Decision != entry.ApprovalRequired:
 			return fmt.Errorf("decision %q is not ALLOW, DENY or APPROVAL_REQUIRED", b.Decision)
 		}
-		if err := commitment("args", b.Args, false); err != nil {
+		if err := firstErr(
+			commitment("args", b.Args, false),
+			sha256Hex("policy_hash", b.PolicyHash, true),
+			sha256Hex("tool_hash", b.ToolHash, true),
+			checkApprover(b.Approver),
+		); err != nil {
 			return err
 		}
 		return checkNotKept("args_not_kept", b.ArgsNotKept)
 	case *entry.Outcome:
-		if b.Status != entry.Succeeded && b.Status != entry.Failed && b.Status != entry.Unknown {
+		switch {
+		case b.Status != entry.Succeeded && b.Status != entry.Failed && b.Status != entry.Unknown:
 			return fmt.Errorf("status %q is not SUCCEEDED, FAILED or UNKNOWN", b.Status)
-		}
-		if b.Receipt == "" {
-			return errors.New("no receipt")
+		case !entryID(b.Receipt, "r"):
+			return fmt.Errorf("receipt %q is not a receipt's id (r-, then 19 base32 characters)", b.Receipt)
+		case b.DurationMS < 0:
+			return fmt.Errorf("duration_ms %v is negative", b.DurationMS)
 		}
 		if err := commitment("result", b.Result, true); err != nil {
 			return err
+		}
+		for _, r := range b.Redactions {
+			if r.Secret == "" || r.Encoding == "" || r.Count < 1 {
+				return fmt.Errorf("redaction %+v: secret and encoding must not be empty, and count must be at least 1", r)
+			}
 		}
 		if b.Result == "" && b.ResultNotKept != nil {
 			return errors.New("result_not_kept, but no result to commit to")
 		}
 		return checkNotKept("result_not_kept", b.ResultNotKept)
+	case *entry.KeyEvent:
+		switch {
+		case !keyID(b.KeyID):
+			return fmt.Errorf("key_id %q is not a key id (16 lowercase hex digits)", b.KeyID)
+		case b.Action == "added" && b.Previous != "":
+			return errors.New("an added key has no previous key")
+		case b.Action == "rotated" && !keyID(b.Previous):
+			return fmt.Errorf("previous %q is not a key id (16 lowercase hex digits)", b.Previous)
+		}
+		// An unknown action, and a public key that is not one, are the key
+		// chain's to report.
+	case *entry.PolicyEvent:
+		if b.Version < 0 {
+			return fmt.Errorf("version %d is negative", b.Version)
+		}
+		return sha256Hex("hash", b.Hash, false)
+	case *entry.PinEvent:
+		if b.Server == "" || b.Tool == "" {
+			return errors.New("server and tool must not be empty")
+		}
+		old := b.OldHash
+		if rest, ok := strings.CutPrefix(old, "legacy:"); ok {
+			old = rest // a pin made before pins covered the whole definition
+		}
+		return firstErr(sha256Hex("old_hash", old, true), sha256Hex("new_hash", b.NewHash, false))
 	case *entry.ErasureEvent:
 		for _, x := range b.Erased {
+			if !entryID(x.Entry, "r") && !entryID(x.Entry, "o") {
+				return fmt.Errorf("erased entry %q is not a receipt's or an outcome's id", x.Entry)
+			}
 			if err := commitment("erased commitment", x.Commitment, false); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitment checks a payload commitment: "sha256:" and 64 lowercase hex
+// digits, or "" where optional.
+func commitment(name, c string, optional bool) error { return sha256Hex(name, c, optional) }
+
+// sha256Hex checks a "sha256:<64 lowercase hex digits>" value, or "" where
+// optional.
+func sha256Hex(name, c string, optional bool) error {
+	if c == "" && optional {
+		return nil
+	}
+	if h, ok := strings.CutPrefix(c, "sha256:"); !ok || !lowerHex(h, 64) {
+		return fmt.Errorf("%s %q is not sha256: and 64 lowercase hex digits", name, c)
+	}
+	return nil
+}
+
+func lowerHex(s string, n int) bool {
+	return len(s) == n && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+func keyID(s string) bool { return lowerHex(s, 16) }
+
+// base32ID reports whether s is 19 characters of the lowercase base32
+// alphabet, as [entry.NewID] writes after its prefix.
+func base32ID(s string) bool {
+	return len(s) == 19 && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz234567") == ""
+}
+
+// entryID reports whether s is an entry id with prefix p.
+func entryID(s, p string) bool {
+	rest, ok := strings.CutPrefix(s, p+"-")
+	return ok && base32ID(rest)
+}
+
+// idPrefix is the prefix of the ids of entries of kind k.
+func idPrefix(k entry.Kind) string {
+	switch k {
+	case entry.KindReceipt:
+		return "r"
+	case entry.KindOutcome:
+		return "o"
+	case entry.KindKey:
+		return "k"
+	}
+	return "e"
+}
+
+// utcTime reports whether s is an RFC 3339 time in UTC ("Z") with at most
+// nine digits of fraction, as Gatehouse writes them.
+func utcTime(s string) bool {
+	const layout = "2006-01-02T15:04:05"
+	if len(s) < len(layout)+1 || s[len(s)-1] != 'Z' {
+		return false
+	}
+	if frac := s[len(layout) : len(s)-1]; frac != "" {
+		if len(frac) < 2 || len(frac) > 10 || frac[0] != '.' || strings.Trim(frac[1:], "0123456789") != "" {
+			return false
+		}
+	}
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
+}
+
+// checkFields checks the entry's own members (docs/evidence.md, 3.1) beyond
+// what [entry.Parse] does.
+func checkFields(e *entry.Entry) error {
+	switch {
+	case !base32ID(e.Log):
+		return fmt.Errorf("log %q is not a log id (19 lowercase base32 characters)", e.Log)
+	case !entryID(e.ID, idPrefix(e.Kind)):
+		return fmt.Errorf("id %q is not the id of a %s entry (%s-, then 19 lowercase base32 characters)", e.ID, e.Kind, idPrefix(e.Kind))
+	case !keyID(e.Key):
+		return fmt.Errorf("key %q is not a key id (16 lowercase hex digits)", e.Key)
+	case !utcTime(e.Time):
+		return fmt.Errorf("time %q is not RFC 3339 in UTC (Z) with at most nine digits of fraction", e.Time)
+	}
+	return nil
+}
+
+// approverScopes are the scopes an approver's answer may have.
+var approverScopes = []string{"once", "session", "minutes", "always", "deny", "always-deny"}
+
+func checkApprover(a *entry.Approver) error {
+	switch {
+	case a == nil:
+		return nil
+	case a.Kind == "":
+		return errors.New("approver kind must not be empty")
+	case !slices.Contains(approverScopes, a.Scope):
+		return fmt.Errorf("approver scope %q is not one of %s", a.Scope, strings.Join(approverScopes, ", "))
+	case a.Until != "" && !utcTime(a.Until):
+		return fmt.Errorf("approver until %q is not RFC 3339 in UTC (Z)", a.Until)
 	}
 	return nil
 }
@@ -859,9 +1053,13 @@ func (v *verifier) absorb(it *item, pays *payloadReader) {
 		return
 	}
 	e := it.e
+	if it.fieldErr != nil {
+		at(CheckCanonical, "%v", it.fieldErr)
+	}
 	if it.bodyErr != nil {
 		at(CheckCanonical, "%v", it.bodyErr)
-	} else {
+	}
+	if it.fieldErr == nil && it.bodyErr == nil {
 		v.n.canonical++
 	}
 
@@ -872,9 +1070,12 @@ func (v *verifier) absorb(it *item, pays *payloadReader) {
 
 	// Key resolution and signature.
 	k := v.keys[e.Key]
-	if k == nil {
+	switch {
+	case k == nil:
 		at(CheckKeys, "signed by key %s, which the log does not announce before this entry", e.Key)
-	} else {
+	case k.retiredBefore(e.Index):
+		at(CheckKeys, "signed by key %s, which the rotation at entry %d retired: a retired key signs nothing after its retirement", e.Key, k.retired)
+	default:
 		v.n.resolved++
 	}
 	switch {
@@ -977,11 +1178,15 @@ func (v *verifier) absorbKey(e *entry.Entry, k *entry.KeyEvent, at func(string, 
 			at(CheckKeyChain, "rotates from key %s, which the log does not announce before it", k.Previous)
 		case e.Key != k.Previous:
 			at(CheckKeyChain, "a rotation is signed by the key it replaces, %s; this one is signed by %s", k.Previous, e.Key)
+		case prev.retired >= 0:
+			at(CheckKeyChain, "rotates from key %s, which the rotation at entry %d already retired", k.Previous, prev.retired)
+		default:
+			prev.retired = e.Index
 		}
 	default:
 		at(CheckKeyChain, "unknown key action %q", k.Action)
 	}
-	v.keys[k.KeyID] = &keyInfo{pub: pub, index: e.Index, entry: e.ID, action: k.Action, previous: k.Previous}
+	v.keys[k.KeyID] = &keyInfo{pub: pub, index: e.Index, entry: e.ID, action: k.Action, previous: k.Previous, retired: -1}
 	v.keyOrder = append(v.keyOrder, k.KeyID)
 }
 
@@ -1266,7 +1471,11 @@ func (v *verifier) finishKeys() {
 	var chain []string
 	for _, id := range v.keyOrder {
 		k := v.keys[id]
-		chain = append(chain, fmt.Sprintf("%s (%s at entry %d)", id, k.action, k.index))
+		link := fmt.Sprintf("%s (%s at entry %d", id, k.action, k.index)
+		if k.retired >= 0 {
+			link += fmt.Sprintf(", retired at entry %d", k.retired)
+		}
+		chain = append(chain, link+")")
 	}
 	c.Detail = fmt.Sprintf("%d %s: %s", len(v.keyOrder), plural(len(v.keyOrder), "key", "keys"), strings.Join(chain, " -> "))
 	if len(v.keyOrder) == 0 {
@@ -1328,6 +1537,10 @@ func (v *verifier) finishCheckpoint() {
 	}
 	v.report.SignedBy = kid
 	c.Detail = fmt.Sprintf("log %s, %d entries, signed by key %s", v.cp.Log, v.cp.Size, kid)
+	if k := v.keys[kid]; k != nil && k.retiredBefore(v.cp.Size) {
+		c.fail(Problem{Index: -1, File: FileCheckpoint, Msg: fmt.Sprintf("signed by key %s, which the rotation at entry %d retired: a checkpoint of %d entries is signed by the key current at its size",
+			kid, k.retired, v.cp.Size)})
+	}
 }
 
 func (v *verifier) finishTree() {
@@ -1381,9 +1594,20 @@ func (v *verifier) finishConsistency() {
 		fail := func(format string, args ...any) {
 			c.failf(-1, "", "%s: %s", old.source, fmt.Sprintf(format, args...))
 		}
-		if _, _, err := entry.OpenCheckpoint(old.raw, v.logKeys()); err != nil {
+		_, kid, err := entry.OpenCheckpoint(old.raw, v.logKeys())
+		if err == nil {
+			if serr := oneStrictSignature(old.raw); serr != nil {
+				fail("the earlier checkpoint: %v", serr)
+				continue
+			}
+		}
+		if err != nil {
 			fail("the earlier checkpoint is signed by %s, a key this log never announces: the log was replaced, or signed again with other keys",
 				orDash(strings.Join(noteSigners(old.raw), ", ")))
+			continue
+		}
+		if k := v.keys[kid]; k.retiredBefore(old.cp.Size) {
+			fail("the earlier checkpoint of %d entries is signed by key %s, which the rotation at entry %d retired: it is not the log's", old.cp.Size, kid, k.retired)
 			continue
 		}
 		switch {
@@ -1395,6 +1619,15 @@ func (v *verifier) finishConsistency() {
 			continue
 		}
 		checked := false
+		if old.cp.Size == v.cp.Size {
+			// The same tree, or another: no proof is needed to tell.
+			if old.cp.Hash != v.cp.Hash {
+				fail("the earlier checkpoint is of the same %d entries, with tree hash %s; the bundle's is %s: the log was rewritten since",
+					old.cp.Size, entry.FormatTreeHash(old.cp.Hash), entry.FormatTreeHash(v.cp.Hash))
+				continue
+			}
+			checked = true
+		}
 		if h := v.treeAt[old.cp.Size]; v.complete && h != nil {
 			if *h != old.cp.Hash {
 				fail("the log's first %d entries hash to %s; the earlier checkpoint says %s: the log was rewritten since",
@@ -1554,6 +1787,9 @@ func (v *verifier) finishManifest() {
 		c.fail(Problem{Index: -1, File: FileManifest, Msg: fmt.Sprintf("signed by key %s, which the log never announces", m.Key)})
 	} else if err := verifyManifest(m, k.pub); err != nil {
 		c.fail(Problem{Index: -1, File: FileManifest, Msg: err.Error()})
+	} else if k.retiredBefore(m.Checkpoint.Size) {
+		c.fail(Problem{Index: -1, File: FileManifest, Msg: fmt.Sprintf("signed by key %s, which the rotation at entry %d retired: a manifest of a checkpoint of %d entries is signed by the key current at its size",
+			m.Key, k.retired, m.Checkpoint.Size)})
 	}
 	if v.cp != nil && (m.Log != v.cp.Log || m.Checkpoint.Size != v.cp.Size || m.Checkpoint.Hash != entry.FormatTreeHash(v.cp.Hash)) {
 		c.fail(Problem{Index: -1, File: FileManifest, Msg: fmt.Sprintf("names log %s at %d entries, %s; the checkpoint file says log %s at %d entries, %s",
@@ -1578,10 +1814,17 @@ func (v *verifier) finishManifest() {
 			c.fail(Problem{Index: -1, File: name, Msg: "the manifest lists a file that is not part of the format"})
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(v.present)) {
-		if !slices.Contains(knownFiles, name) {
-			c.note("ignored: %s is not part of the bundle format", name)
-		}
+	// What the manifest says the export left out must not be there, even
+	// listed and signed: the manifest's own word is what a reader of the
+	// bundle goes by.
+	if !m.Payloads && v.present[FilePayloads] {
+		c.fail(Problem{Index: -1, File: FilePayloads, Msg: "present, but the signed manifest says the export left payloads out (payloads: false)"})
+	}
+	if !m.Payloads && (m.Counts.Payloads != 0 || m.Counts.Erased != 0) {
+		c.failf(-1, "", "the manifest says the export left payloads out, but counts %d payloads, %d erased", m.Counts.Payloads, m.Counts.Erased)
+	}
+	if m.Complete && v.present[FileProofs] {
+		c.fail(Problem{Index: -1, File: FileProofs, Msg: "present, but the signed manifest says the bundle holds the whole log (complete: true), which needs no proofs"})
 	}
 	if v.listedOK {
 		v.compareListed()
@@ -1602,8 +1845,8 @@ func (v *verifier) finishManifest() {
 		c.failf(-1, "", "the manifest claims the whole log, but lists indexes %q", m.Indexes)
 	}
 	switch cons := v.consistency; {
-	case m.Since == nil && cons != nil:
-		c.fail(Problem{Index: -1, File: FileConsistency, Msg: "the manifest names no earlier checkpoint"})
+	case m.Since == nil && v.present[FileConsistency]:
+		c.fail(Problem{Index: -1, File: FileConsistency, Msg: "present, but the signed manifest names no earlier checkpoint (no since)"})
 	case m.Since != nil && cons == nil:
 		c.failf(-1, "", "the manifest names an earlier checkpoint (%d entries), but there is no valid consistency.json", m.Since.Size)
 	case m.Since != nil && (m.Since.Size != cons.OldSize || m.Since.Hash != cons.OldHash):

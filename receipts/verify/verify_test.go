@@ -1,10 +1,13 @@
 package verify_test
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -12,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts"
@@ -767,8 +773,15 @@ func TestTruncateAndResign(t *testing.T) {
 			l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), []byte(`{}`))
 		}
 		wantFailures(t, exportAndVerify(t, l, nil, &verify.Options{Since: f.cp}),
+			failure{verify.CheckConsistency, -1, "of the same 13 entries, with tree hash"})
+		// A partial bundle shows it as well, without a proof.
+		wantFailures(t, exportAndVerify(t, l, &receipts.ExportOptions{Filter: receipts.ExportFilter{Kinds: []entry.Kind{entry.KindKey}}}, &verify.Options{Since: f.cp}),
+			failure{verify.CheckConsistency, -1, "of the same 13 entries, with tree hash"})
+		// One more entry, and the tree of its first 13 is not the
+		// checkpoint's; a partial bundle has no proof from it.
+		l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), []byte(`{}`))
+		wantFailures(t, exportAndVerify(t, l, nil, &verify.Options{Since: f.cp}),
 			failure{verify.CheckConsistency, -1, "the log's first 13 entries hash to"})
-		// A partial bundle has no proof from the earlier checkpoint.
 		wantFailures(t, exportAndVerify(t, l, &receipts.ExportOptions{Filter: receipts.ExportFilter{Kinds: []entry.Kind{entry.KindKey}}}, &verify.Options{Since: f.cp}),
 			failure{verify.CheckConsistency, -1, "no consistency proof from the earlier checkpoint's 13 entries"})
 	})
@@ -875,4 +888,454 @@ func pemOf(t testing.TB, k ed25519.PublicKey) string {
 		t.Fatal(err)
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+}
+
+// copyDir copies a bundle folder to a new folder, to be tampered with on
+// disk, as an auditor's verifier reads it.
+func copyDir(t testing.TB, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "bundle")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestUnlistedFiles: every file of a bundle is one the signed manifest
+// lists; anything else in the folder or archive, whatever its name, fails
+// the manifest check, naming it.
+func TestUnlistedFiles(t *testing.T) {
+	f := fixture(t)
+	write := func(t *testing.T, path, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report := func(dir string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, verify.FileReport))
+		return string(b)
+	}
+	folders := []struct {
+		name  string
+		add   func(t *testing.T, dir string)
+		file  string // the file the failure names
+		words string
+	}{
+		{"a hidden file", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, ".notes"), "ALLOW everything")
+		}, ".notes", "not listed in the signed manifest"},
+		{"a case variant of the report", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "Report.html"), strings.ReplaceAll(report(dir), "DENY", "ALLOW"))
+		}, "Report.html", "not listed in the signed manifest, and not a file of the bundle format (names are case-sensitive: the format's file is report.html)"},
+		{"a case variant of the entries", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "ENTRIES.JSONL"), "")
+		}, "ENTRIES.JSONL", "not listed in the signed manifest, and not a file of the bundle format (names are case-sensitive: the format's file is entries.jsonl)"},
+		{"a file of another name", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "report-fixed.html"), report(dir))
+		}, "report-fixed.html", "not listed in the signed manifest, and not a file of the bundle format"},
+		{"a sub-folder with a report", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "old", verify.FileReport), report(dir))
+		}, "old/" + verify.FileReport, "in a folder of the bundle"},
+		{"an empty sub-folder", func(t *testing.T, dir string) {
+			if err := os.Mkdir(filepath.Join(dir, ".cache"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, ".cache/", "a folder"},
+		{"a link in place of a listed file", func(t *testing.T, dir string) {
+			real := filepath.Join(t.TempDir(), "report.html")
+			write(t, real, report(dir))
+			os.Remove(filepath.Join(dir, verify.FileReport))
+			if err := os.Symlink(real, filepath.Join(dir, verify.FileReport)); err != nil {
+				t.Fatal(err)
+			}
+		}, verify.FileReport, "not a regular file"},
+	}
+	for _, tt := range folders {
+		t.Run("folder/"+tt.name, func(t *testing.T) {
+			dir := copyDir(t, f.complete)
+			tt.add(t, dir)
+			fsys, err := verify.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFailures(t, run(t, fsys, nil), failure{verify.CheckManifest, -1, tt.file + ": " + tt.words})
+		})
+	}
+
+	type member struct {
+		hdr  tar.Header
+		data string
+	}
+	reg := func(name, data string) member {
+		return member{tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o600, Size: int64(len(data))}, data}
+	}
+	archives := []struct {
+		name  string
+		extra []member
+		words string
+	}{
+		{"an extra member", []member{reg("top/.notes", "x")}, ".notes: not listed in the signed manifest"},
+		{"a case variant", []member{reg("top/Report.html", "x")}, "Report.html: not listed in the signed manifest"},
+		{"a member twice", []member{reg("top/"+verify.FileReport, "<p>all calls allowed</p>")}, "top/report.html: in the archive twice"},
+		{"a second folder", []member{{tar.Header{Typeflag: tar.TypeDir, Name: "top/old/", Mode: 0o700}, ""}}, "top/old/: a folder"},
+		{"a member in a sub-folder", []member{reg("top/old/"+verify.FileReport, "x")}, "nested more than one folder deep"},
+		{"a member beside the folder", []member{reg(verify.FileReport, "x")}, "in another folder than the bundle's files"},
+		{"a symbolic link", []member{{tar.Header{Typeflag: tar.TypeSymlink, Name: "top/keys.pem", Linkname: "/etc/passwd"}, ""}}, "a link"},
+		{"a hard link", []member{{tar.Header{Typeflag: tar.TypeLink, Name: "top/Report.html", Linkname: "top/report.html"}, ""}}, "a link"},
+		{"a path out of the archive", []member{reg("top/../manifest.json", "x")}, "not a relative path inside the archive"},
+	}
+	bundle := load(t, f.complete)
+	for _, tt := range archives {
+		t.Run("archive/"+tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			zw := gzip.NewWriter(&b)
+			tw := tar.NewWriter(zw)
+			tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "top/", Mode: 0o700})
+			for _, name := range slices.Sorted(maps.Keys(bundle)) {
+				tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "top/" + name, Mode: 0o600, Size: int64(len(bundle[name].Data))})
+				tw.Write(bundle[name].Data)
+			}
+			for _, m := range tt.extra {
+				if err := tw.WriteHeader(&m.hdr); err != nil {
+					t.Fatal(err)
+				}
+				tw.Write([]byte(m.data))
+			}
+			tw.Close()
+			zw.Close()
+			fsys, err := verify.ReadArchive(&b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFailures(t, run(t, fsys, nil), failure{verify.CheckManifest, -1, tt.words})
+		})
+	}
+}
+
+// TestAbsentContent: what the signed manifest says the export left out is
+// not in the bundle, even listed in the manifest and signed with the log's
+// key.
+func TestAbsentContent(t *testing.T) {
+	f := fixture(t)
+	complete := load(t, f.complete)
+	resign := func(t *testing.T, m fstest.MapFS, edit func(*verify.Manifest)) {
+		t.Helper()
+		man, err := verify.ParseManifest(m[verify.FileManifest].Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(man)
+		data, err := verify.SignManifest(man, f.key2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[verify.FileManifest].Data = data
+	}
+	digest := func(data []byte) string {
+		sum := sha256.Sum256(data)
+		return verify.FileDigest(sum[:])
+	}
+	for _, tt := range []struct {
+		name   string
+		bundle string
+		tamper func(t *testing.T, m fstest.MapFS)
+		want   failure
+	}{
+		{"payloads in a bundle without them, signed", f.bare, func(t *testing.T, m fstest.MapFS) {
+			m[verify.FilePayloads] = &fstest.MapFile{Data: complete[verify.FilePayloads].Data}
+			resign(t, m, func(man *verify.Manifest) { man.Files[verify.FilePayloads] = digest(m[verify.FilePayloads].Data) })
+		}, failure{verify.CheckManifest, -1, "payloads.jsonl: present, but the signed manifest says the export left payloads out"}},
+		{"payloads in a bundle without them, unsigned", f.bare, func(t *testing.T, m fstest.MapFS) {
+			m[verify.FilePayloads] = &fstest.MapFile{Data: complete[verify.FilePayloads].Data}
+		}, failure{verify.CheckManifest, -1, "payloads.jsonl: present, but the signed manifest says the export left payloads out"}},
+		{"payloads counted in a bundle without them", f.bare, func(t *testing.T, m fstest.MapFS) {
+			resign(t, m, func(man *verify.Manifest) { man.Counts.Payloads = 3 })
+		}, failure{verify.CheckManifest, -1, "left payloads out, but counts 3 payloads"}},
+		{"proofs in a complete bundle, signed", f.complete, func(t *testing.T, m fstest.MapFS) {
+			m[verify.FileProofs] = &fstest.MapFile{Data: []byte("{}\n")}
+			resign(t, m, func(man *verify.Manifest) { man.Files[verify.FileProofs] = digest(m[verify.FileProofs].Data) })
+		}, failure{verify.CheckManifest, -1, "proofs.jsonl: present, but the signed manifest says the bundle holds the whole log"}},
+		{"a consistency proof the manifest does not name, signed", f.complete, func(t *testing.T, m fstest.MapFS) {
+			since := load(t, f.since)
+			m[verify.FileConsistency] = &fstest.MapFile{Data: since[verify.FileConsistency].Data}
+			resign(t, m, func(man *verify.Manifest) { man.Files[verify.FileConsistency] = digest(m[verify.FileConsistency].Data) })
+		}, failure{verify.CheckManifest, -1, "consistency.json: present, but the signed manifest names no earlier checkpoint"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := load(t, tt.bundle)
+			tt.tamper(t, m)
+			wantFailures(t, run(t, m, nil), tt.want)
+		})
+	}
+}
+
+// TestFieldRules: each member of an entry and of its body has the form
+// docs/evidence.md gives it, and the canonical form check reports any
+// other, for entries signed as they are and for entries edited after.
+func TestFieldRules(t *testing.T) {
+	ctx := context.Background()
+	hash := entry.Commit(nil, []byte("policy"))
+	signed := []struct {
+		name   string
+		append func(l *receipts.Log) (*entry.Entry, error)
+		words  string
+	}{
+		{"a capability that is not mcp.<server>.<tool>", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Capability = "mcp.files.delete_file"
+			return l.AppendReceipt(ctx, r, nil)
+		}, `capability "mcp.files.delete_file" is not "mcp.files.read_file"`},
+		{"an unknown decision", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendReceipt(ctx, receipt("files", "read_file", "MAYBE"), nil)
+		}, `decision "MAYBE"`},
+		{"a policy hash in upper case", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.PolicyHash = strings.ToUpper(hash)
+			return l.AppendReceipt(ctx, r, nil)
+		}, "policy_hash"},
+		{"an unknown approver scope", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Approver = &entry.Approver{Kind: "terminal", Scope: "forever"}
+			return l.AppendReceipt(ctx, r, nil)
+		}, `approver scope "forever"`},
+		{"an approver's until not in UTC", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Approver = &entry.Approver{Kind: "terminal", Scope: "minutes", Until: "2026-01-01T12:00:00+01:00"}
+			return l.AppendReceipt(ctx, r, nil)
+		}, "approver until"},
+		{"a negative duration", func(l *receipts.Log) (*entry.Entry, error) {
+			r, err := l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), nil)
+			if err != nil {
+				return nil, err
+			}
+			return l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded, DurationMS: -1}, nil)
+		}, "duration_ms -1 is negative"},
+		{"a redaction counted 0 times", func(l *receipts.Log) (*entry.Entry, error) {
+			r, err := l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), nil)
+			if err != nil {
+				return nil, err
+			}
+			return l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded,
+				Redactions: []entry.Finding{{Secret: "github", Encoding: "raw"}}}, nil)
+		}, "count must be at least 1"},
+		{"a policy hash that is not a SHA-256", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPolicy, entry.PolicyEvent{Version: 1, Hash: "sha256:00"})
+		}, `hash "sha256:00"`},
+		{"a pin without a tool", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPin, entry.PinEvent{Server: "files", NewHash: hash})
+		}, "server and tool must not be empty"},
+		{"a body member in another case", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPolicy, map[string]any{"Version": 1, "hash": hash})
+		}, "not exactly the format's"},
+		{"a required body member missing", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPolicy, map[string]any{"hash": hash})
+		}, "not exactly the format's"},
+		{"an optional body member present but empty", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPin, map[string]any{"server": "files", "tool": "read_file", "old_hash": "", "new_hash": hash})
+		}, "not exactly the format's"},
+		{"an unknown body member", func(l *receipts.Log) (*entry.Entry, error) {
+			return l.AppendEvent(ctx, entry.KindPolicy, map[string]any{"version": 1, "hash": hash, "note": "x"})
+		}, "unknown field"},
+	}
+	for _, tt := range signed {
+		t.Run("signed/"+tt.name, func(t *testing.T) {
+			l, _ := newLog(t, t.TempDir(), "", newKey(t))
+			e, err := tt.append(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFailures(t, exportAndVerify(t, l, nil, nil), failure{verify.CheckCanonical, e.Index, tt.words})
+		})
+	}
+
+	f := fixture(t)
+	k1 := entry.KeyID(pub(f.key1))
+	edited := []struct {
+		name     string
+		index    int64
+		old, new string
+		words    string
+	}{
+		{"an id of another kind's prefix", 3, `"id":"r-`, `"id":"o-`, "is not the id of a receipt entry"},
+		{"an id one character longer", 3, `"id":"r-`, `"id":"r-a`, "is not the id of a receipt entry"},
+		{"a key id in upper case", 3, `"key":"` + k1, `"key":"` + strings.ToUpper(k1), "is not a key id"},
+		{"a time with an offset", 3, `Z","v":1}`, `+00:00","v":1}`, "is not RFC 3339 in UTC"},
+		{"a time with a lower-case z", 3, `Z","v":1}`, `z","v":1}`, "entries.jsonl:4: malformed entry: time"},
+		{"an outcome for an id that is not a receipt's", 2, `"receipt":"r-`, `"receipt":"x-`, "is not a receipt's id"},
+	}
+	for _, tt := range edited {
+		t.Run("edited/"+tt.name, func(t *testing.T) {
+			m := load(t, f.complete)
+			editLine(m, verify.FileEntries, int(tt.index), func(l []byte) []byte { return replace(t, l, tt.old, tt.new) })
+			index := tt.index
+			if strings.HasPrefix(tt.words, "entries.jsonl:") {
+				index = -1 // not an entry at all: named by its line
+			}
+			wantFailures(t, run(t, m, nil), failure{verify.CheckCanonical, index, tt.words})
+		})
+	}
+}
+
+// TestSinceSameCheckpoint: a bundle whose checkpoint is the earlier one
+// (nothing was appended in between) needs no consistency proof; one of the
+// same size and another tree fails.
+func TestSinceSameCheckpoint(t *testing.T) {
+	f := fixture(t)
+	for _, dir := range []string{f.complete, f.files} {
+		r := run(t, load(t, dir), &verify.Options{Since: f.cp})
+		wantOK(t, r)
+		if c := r.Check(verify.CheckConsistency); c.Status != verify.OK || !strings.Contains(c.Detail, "13 entries (--since-checkpoint)") {
+			t.Errorf("consistency of %s = %s %q, want ok", filepath.Base(dir), c.Status, c.Detail)
+		}
+	}
+	cp, err := entry.ParseCheckpoint(strings.SplitN(string(f.cp), "\n\n", 2)[0] + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.Hash[0] ^= 1
+	other, err := entry.SignCheckpoint(cp, f.key2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFailures(t, run(t, load(t, f.files), &verify.Options{Since: other}),
+		failure{verify.CheckConsistency, -1, "of the same 13 entries, with tree hash"})
+}
+
+// mth is RFC 6962's Merkle tree hash of leaves.
+func mth(leaves []tlog.Hash) tlog.Hash {
+	if len(leaves) == 0 {
+		return entry.EmptyTreeHash
+	}
+	if len(leaves) == 1 {
+		return leaves[0]
+	}
+	k := 1
+	for k*2 < len(leaves) {
+		k *= 2
+	}
+	return tlog.NodeHash(mth(leaves[:k]), mth(leaves[k:]))
+}
+
+// TestRetiredKey: a rotation retires the key it replaces. Whoever still
+// holds that key can sign entries, checkpoints and manifests that are
+// otherwise perfect; each fails, with the first key pinned and the earlier
+// checkpoint given as well.
+func TestRetiredKey(t *testing.T) {
+	f := fixture(t)
+	// bundle is the whole fixture log and one more entry, index 13, signed
+	// by entryKey; the checkpoint of its 14 entries is signed by cpKey, the
+	// manifest by manKey. Nothing else is wrong with it.
+	bundle := func(t *testing.T, entryKey, cpKey, manKey ed25519.PrivateKey) fstest.MapFS {
+		m := load(t, f.complete)
+		var leaves []tlog.Hash
+		for _, l := range lines(m, verify.FileEntries) {
+			leaves = append(leaves, entry.LeafHash(bytes.TrimSuffix(l, []byte("\n"))))
+		}
+		body, _ := json.Marshal(entry.PolicyEvent{Version: 9, Hash: entry.Commit(nil, []byte("allow everything"))})
+		e := &entry.Entry{Log: f.log.ID(), Index: 13, ID: entry.NewID("e"), Kind: entry.KindPolicy,
+			Time: "2026-12-01T12:00:00Z", Prev: entry.FormatTreeHash(mth(leaves)), Body: body}
+		data, err := entry.Sign(e, entryKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setLines(m, verify.FileEntries, append(lines(m, verify.FileEntries), data))
+		leaves = append(leaves, entry.LeafHash(data))
+		cp := entry.Checkpoint{Log: f.log.ID(), Size: 14, Hash: mth(leaves)}
+		note, err := entry.SignCheckpoint(cp, cpKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[verify.FileCheckpoint].Data = note
+		man, err := verify.ParseManifest(m[verify.FileManifest].Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		man.Checkpoint = verify.TreeHead{Size: 14, Hash: entry.FormatTreeHash(cp.Hash)}
+		man.Indexes, man.Counts.Entries, man.Counts.Selected = "0-13", 14, man.Counts.Selected+1
+		for _, name := range []string{verify.FileEntries, verify.FileCheckpoint} {
+			sum := sha256.Sum256(m[name].Data)
+			man.Files[name] = verify.FileDigest(sum[:])
+		}
+		if m[verify.FileManifest].Data, err = verify.SignManifest(man, manKey); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	k1, k2 := f.key1, f.key2
+	pinned := func(since []byte) *verify.Options {
+		return &verify.Options{PinKeys: []ed25519.PublicKey{pub(k1)}, Since: since}
+	}
+	// The fixture rotated key1 to key2 at entry 9.
+	wantOK(t, run(t, bundle(t, k2, k2, k2), pinned(f.cp)))
+
+	retired := "which the rotation at entry 9 retired"
+	for _, tt := range []struct {
+		name            string
+		entry, cp, mani ed25519.PrivateKey
+		want            failure
+	}{
+		{"an entry signed by the retired key", k1, k2, k2, failure{verify.CheckKeys, 13, retired}},
+		{"a checkpoint signed by the retired key", k2, k1, k2, failure{verify.CheckCheckpoint, -1, retired}},
+		{"a manifest signed by the retired key", k2, k2, k1, failure{verify.CheckManifest, -1, retired}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := bundle(t, tt.entry, tt.cp, tt.mani)
+			wantFailures(t, run(t, m, nil), tt.want)
+			wantFailures(t, run(t, m, pinned(f.cp)), tt.want)
+		})
+	}
+	t.Run("an earlier checkpoint signed by the retired key", func(t *testing.T) {
+		cp, _ := entry.ParseCheckpoint(strings.SplitN(string(f.cp), "\n\n", 2)[0] + "\n")
+		old, err := entry.SignCheckpoint(cp, k1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantFailures(t, run(t, bundle(t, k2, k2, k2), pinned(old)), failure{verify.CheckConsistency, -1, retired})
+		// Of the tree before the rotation, the old key's checkpoint is
+		// its own.
+		early := entry.Checkpoint{Log: f.log.ID(), Size: 9}
+		var leaves []tlog.Hash
+		for _, l := range lines(load(t, f.complete), verify.FileEntries)[:9] {
+			leaves = append(leaves, entry.LeafHash(bytes.TrimSuffix(l, []byte("\n"))))
+		}
+		early.Hash = mth(leaves)
+		earlyNote, _ := entry.SignCheckpoint(early, k1)
+		wantOK(t, run(t, bundle(t, k2, k2, k2), pinned(earlyNote)))
+	})
+	t.Run("a second rotation from the retired key", func(t *testing.T) {
+		// Entry 13 rotates key1 to a key of the forger's: signed by key1,
+		// which entry 9 already retired.
+		m := load(t, f.complete)
+		ls := lines(m, verify.FileEntries)
+		var leaves []tlog.Hash
+		for _, l := range ls {
+			leaves = append(leaves, entry.LeafHash(bytes.TrimSuffix(l, []byte("\n"))))
+		}
+		k3 := pub(newKey(t))
+		body, _ := json.Marshal(entry.KeyEvent{Action: "rotated", KeyID: entry.KeyID(k3), PublicKey: base64.StdEncoding.EncodeToString(k3), Previous: entry.KeyID(pub(k1))})
+		e := &entry.Entry{Log: f.log.ID(), Index: 13, ID: entry.NewID("k"), Kind: entry.KindKey,
+			Time: "2026-12-01T12:00:00Z", Prev: entry.FormatTreeHash(mth(leaves)), Body: body}
+		data, _ := entry.Sign(e, k1)
+		setLines(m, verify.FileEntries, append(ls, data))
+		wantFailures(t, run(t, m, nil), failure{verify.CheckKeyChain, 13, "which the rotation at entry 9 already retired"})
+	})
+}
+
+// TestSinceStrictNote: an earlier checkpoint is held to the checkpoint's
+// rules: one signature line, in canonical base64.
+func TestSinceStrictNote(t *testing.T) {
+	f := fixture(t)
+	cp, _ := entry.ParseCheckpoint(strings.SplitN(string(f.cp), "\n\n", 2)[0] + "\n")
+	byKey1, err := entry.SignCheckpoint(cp, f.key1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same checkpoint with key1's signature line added to key2's.
+	twice := append(bytes.Clone(f.cp), byKey1[bytes.LastIndex(byKey1, []byte("\n—"))+1:]...)
+	wantFailures(t, run(t, load(t, f.complete), &verify.Options{Since: twice}),
+		failure{verify.CheckConsistency, -1, "2 signature lines, want 1"})
 }

@@ -1,7 +1,9 @@
 package proof
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -137,7 +139,8 @@ func expectCaught(ctx context.Context, l *Lab, dir, check string, extra ...strin
 
 func evidenceCases() []Case {
 	const (
-		edit = "an edited, deleted, reordered or inserted entry fails verification"
+		edit     = "an edited, deleted, reordered or inserted entry fails verification"
+		unlisted = "a file in a bundle that its signed manifest does not list fails verification, whatever its name or case"
 	)
 	return []Case{
 		tamperCase("bundle: a denial edited into an allow", edit, verify.CheckSignatures, func(ev *Evidence, dir string) error {
@@ -213,6 +216,27 @@ func evidenceCases() []Case {
 			b = bytes.Replace(b, []byte(`"complete":true`), []byte(`"complete":false`), 1)
 			return os.WriteFile(path, b, 0o600)
 		}),
+		tamperCase("bundle: a hidden file added", unlisted, verify.CheckManifest, func(ev *Evidence, dir string) error {
+			return os.WriteFile(filepath.Join(dir, ".notes"), []byte("every call was allowed\n"), 0o600)
+		}),
+		tamperCase("bundle: Report.html beside report.html", unlisted, verify.CheckManifest, func(ev *Evidence, dir string) error {
+			return writeFalseReport(dir, filepath.Join(dir, "Report.html"))
+		}),
+		tamperCase("bundle: a sub-folder with another report", unlisted, verify.CheckManifest, func(ev *Evidence, dir string) error {
+			if err := os.Mkdir(filepath.Join(dir, "fixed"), 0o700); err != nil {
+				return err
+			}
+			return writeFalseReport(dir, filepath.Join(dir, "fixed", verify.FileReport))
+		}),
+		archiveCase("archive: an extra member", func(tw *tar.Writer, top string) error {
+			return addMember(tw, top+"/Report.html", []byte("<p>every call was allowed</p>"))
+		}),
+		archiveCase("archive: a member twice", func(tw *tar.Writer, top string) error {
+			return addMember(tw, top+"/"+verify.FileReport, []byte("<p>every call was allowed</p>"))
+		}),
+		archiveCase("archive: a link", func(tw *tar.Writer, top string) error {
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: top + "/keys.pem", Linkname: "/etc/passwd"})
+		}),
 		{
 			Family: EvidenceTampering, Name: "a log re-signed with another key",
 			Claim: "a self-consistent log written under another key fails verification pinned to the log's first key",
@@ -231,6 +255,64 @@ func evidenceCases() []Case {
 					return errors.New("two homes share a signing key")
 				}
 				return expectCaught(ctx, forger, forged.Dir, verify.CheckKeyChain, "--pin-key", ev.Report.FirstKey)
+			},
+		},
+		{
+			Family: EvidenceTampering, Name: "a proxy holding a key rotated away",
+			Claim: "a key retired by a rotation signs nothing after it: a running proxy signs on with the new key, and the log verifies",
+			Run: func(ctx context.Context, t *T) error {
+				l, _, err := t.evidenceLab(ctx)
+				if err != nil {
+					return err
+				}
+				// A proxy opens the log with the current key; the key is
+				// rotated while it runs; it gets another call.
+				s, err := l.Connect(ctx, serverName)
+				if err != nil {
+					return err
+				}
+				if _, err := s.CallTool(ctx, "echo", map[string]any{"message": "before"}); err != nil {
+					s.Close()
+					return err
+				}
+				if err := l.Must(ctx, "keys", "rotate"); err != nil {
+					s.Close()
+					return err
+				}
+				res, err := s.CallTool(ctx, "echo", map[string]any{"message": "after"})
+				s.Close()
+				if err != nil {
+					return err
+				}
+				if res.IsError {
+					return fmt.Errorf("the proxy refused the call after the rotation: %s", res.Text)
+				}
+				ev, err := l.Export(ctx)
+				if err != nil {
+					return err
+				}
+				if !ev.Verified {
+					return fmt.Errorf("the log does not verify after the rotation: %s", strings.Join(ev.Failed(), ", "))
+				}
+				rotation, after := int64(-1), 0
+				var retired string
+				for _, e := range ev.Entries {
+					switch {
+					case e.Kind == "key" && e.Index > 0:
+						rotation, retired = e.Index, e.Key
+					case rotation >= 0 && e.Key == retired:
+						return fmt.Errorf("entry %d (%s) was signed by key %s, which the rotation at entry %d retired", e.Index, e.ID, retired, rotation)
+					case rotation >= 0 && e.Kind == "receipt":
+						after++
+					}
+				}
+				switch {
+				case rotation < 0:
+					return errors.New("the log holds no rotation")
+				case after == 0:
+					return errors.New("the call after the rotation has no receipt")
+				}
+				return nil
 			},
 		},
 		{
@@ -298,6 +380,79 @@ func evidenceCases() []Case {
 			},
 		},
 	}
+}
+
+// writeFalseReport writes, at path, the bundle's report with every denial
+// made an allow.
+func writeFalseReport(dir, path string) error {
+	b, err := os.ReadFile(filepath.Join(dir, verify.FileReport))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, bytes.ReplaceAll(b, []byte("DENY"), []byte("ALLOW")), 0o600)
+}
+
+// archiveCase writes a clean bundle as a .tar.gz, as gatehouse export
+// does, with members added by extra, and expects the manifest check to
+// fail.
+func archiveCase(name string, extra func(tw *tar.Writer, top string) error) Case {
+	return Case{
+		Family: EvidenceTampering, Name: name,
+		Claim: "a member of a bundle's archive that is not a file its signed manifest lists fails verification",
+		Run: func(ctx context.Context, t *T) error {
+			l, ev, err := t.evidenceLab(ctx)
+			if err != nil {
+				return err
+			}
+			out := filepath.Join(l.Dir, "tampered.tar.gz")
+			if err := writeArchive(ev.Dir, out, "tampered", extra); err != nil {
+				return fmt.Errorf("tamper: %w", err)
+			}
+			return expectCaught(ctx, l, out, verify.CheckManifest)
+		},
+	}
+}
+
+// writeArchive writes the files of dir as a gzipped tar archive in folder
+// top, then what extra adds.
+func writeArchive(dir, out, top string, extra func(tw *tar.Writer, top string) error) error {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	tw := tar.NewWriter(zw)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: top + "/", Mode: 0o700}); err != nil {
+		return err
+	}
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, de := range des {
+		data, err := os.ReadFile(filepath.Join(dir, de.Name()))
+		if err != nil {
+			return err
+		}
+		if err := addMember(tw, top+"/"+de.Name(), data); err != nil {
+			return err
+		}
+	}
+	if err := extra(tw, top); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(out, b.Bytes(), 0o600)
+}
+
+func addMember(tw *tar.Writer, name string, data []byte) error {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o600, Size: int64(len(data))}); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
 }
 
 // sql runs a statement on the lab's database, as anyone with the file can.

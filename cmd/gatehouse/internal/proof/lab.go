@@ -203,6 +203,7 @@ type Entry struct {
 	Index int64  `json:"index"`
 	ID    string `json:"id"`
 	Kind  string `json:"kind"`
+	Key   string `json:"key"` // id of the key that signed it
 	Body  struct {
 		Capability string          `json:"capability"`
 		Tool       string          `json:"tool"`
