@@ -1009,9 +1009,14 @@ func checkApprover(a *entry.Approver) error {
 		return fmt.Errorf("approver scope %q is not one of %s", a.Scope, strings.Join(approverScopes, ", "))
 	case a.Until != "" && !utcTime(a.Until):
 		return fmt.Errorf("approver until %q is not RFC 3339 in UTC (Z)", a.Until)
+	case a.Via != "" && !slices.Contains(approverVias, a.Via):
+		return fmt.Errorf("approver via %q is not one of %s", a.Via, strings.Join(approverVias, ", "))
 	}
 	return nil
 }
+
+// approverVias are the ways an approver may say it took an answer.
+var approverVias = []string{entry.ViaWindow, entry.ViaTerminal, entry.ViaPiped, entry.ViaAutomatic, entry.ViaGrant}
 
 // checkNotKept checks what a body says of a payload the log did not keep:
 // it was over the cap.

@@ -1107,6 +1107,11 @@ func TestFieldRules(t *testing.T) {
 			r.Approver = &entry.Approver{Kind: "terminal", Scope: "minutes", Until: "2026-01-01T12:00:00+01:00"}
 			return l.AppendReceipt(ctx, r, nil)
 		}, "approver until"},
+		{"an unknown approver via", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Approver = &entry.Approver{Kind: "terminal", Scope: "once", Via: "a person, honestly"}
+			return l.AppendReceipt(ctx, r, nil)
+		}, `approver via "a person, honestly"`},
 		{"a negative duration", func(l *receipts.Log) (*entry.Entry, error) {
 			r, err := l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), nil)
 			if err != nil {
