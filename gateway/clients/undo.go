@@ -154,6 +154,15 @@ func (m *Manager) planUndoFile(path string, rs []*record, force bool) (*FilePlan
 			v, _ := m.kc.Secret(h.Secret)
 			masks = append(masks, v, jsonQuote(v), tomltext.Quote(v))
 		}
+		if n := len(r.Holes); n > 0 {
+			// Undo is the one step that writes a secret into a file: say so
+			// before it is taken.
+			ids := make([]string, 0, n)
+			for _, h := range r.Holes {
+				ids = append(ids, h.Secret)
+			}
+			ep.res.note("puts %d secret value(s) back into %s in plain text, from the keychain (%s): anyone who can read the file can read them", n, path, strings.Join(ids, ", "))
+		}
 		if sp.format != formatTOML {
 			orig = reindent(orig, r.Indent, lineIndent(data, src.keyAt))
 		}
