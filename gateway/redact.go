@@ -368,6 +368,8 @@ func decodeView(s, enc string) (string, []int) {
 	return string(view), append(from, len(s))
 }
 
+// shortEscapes are JSON's two-character escapes, by the character after
+// the backslash, and what each stands for.
 var shortEscapes = map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 func isHex(c byte) bool {

@@ -761,18 +761,8 @@ func unquote(q []byte) string {
 			}
 			out = utf8.AppendRune(out, r)
 			continue
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
 		default:
-			out = append(out, c)
+			out = append(out, shortEscapes[c])
 		}
 		i += 2
 	}
