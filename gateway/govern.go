@@ -243,7 +243,7 @@ func readCallParams(m message) (callParams, error) {
 		return p, errors.New("tools/call needs params, an object")
 	}
 	if odd := oddMember(params, callMembers); odd != "" {
-		return p, fmt.Errorf("its params member %q is not %q, but a server could take it for that", odd, FoldName(odd))
+		return p, fmt.Errorf("its params member %q is not %q, but a server could take it for that", odd, foldName(odd))
 	}
 	name, _ := params.Get("name")
 	if p.name, ok = name.Text(); !ok || p.name == "" {

@@ -113,7 +113,7 @@ func readMessage(v Value) (message, error) {
 		case "error":
 			hasEr = true
 		default:
-			if f := FoldName(string(name)); envelopeMembers[f] && odd == "" {
+			if f := foldName(string(name)); envelopeMembers[f] && odd == "" {
 				// Go's encoding/json would take it for the member.
 				odd = fmt.Sprintf("member %q is not JSON-RPC's %q", name, f)
 			}

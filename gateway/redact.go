@@ -232,13 +232,13 @@ func (r *redactor) walk(v Value, off int, found findings, edits *[]edit) {
 				if names == nil {
 					names = map[string]bool{}
 					for n := range v.Members() {
-						names[FoldName(n)] = true
+						names[foldName(n)] = true
 					}
 				}
-				for base, n := t, 2; names[FoldName(t)]; n++ {
+				for base, n := t, 2; names[foldName(t)]; n++ {
 					t = base + " (" + strconv.Itoa(n) + ")"
 				}
-				names[FoldName(t)] = true
+				names[foldName(t)] = true
 				*edits = append(*edits, edit{off + k[0], off + k[1], quote(t)})
 			}
 			r.walk(Value{raw: raw[span[0]:span[1]]}, off+span[0], found, edits)

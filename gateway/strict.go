@@ -87,7 +87,7 @@ var callMembers = map[string]bool{"name": true, "arguments": true, "_meta": true
 // reader matching names in any case would take for one, or "".
 func oddMember(obj Value, known map[string]bool) string {
 	for name := range obj.Members() {
-		if !known[name] && known[FoldName(name)] {
+		if !known[name] && known[foldName(name)] {
 			return name
 		}
 	}

@@ -415,7 +415,7 @@ func readName(b []byte, i int, names *[]memberName, first int, set *map[string]s
 	}
 	n := memberName{raw: b[i+1 : end-1]}
 	if !plainASCII(n.raw) {
-		n.folded = FoldName(unquote(b[i:end]))
+		n.folded = foldName(unquote(b[i:end]))
 		if n.folded == "" {
 			n.folded = "\x00" // an empty name folds to nothing; keep it apart from plain names
 		}
@@ -460,11 +460,11 @@ func plainASCII(raw []byte) bool {
 	return true
 }
 
-// FoldName folds a name as the loosest reader on the other side might before
+// foldName folds a name as the loosest reader on the other side might before
 // comparing it: NFKC (full-width letters become ASCII), invisible format
 // characters dropped, and each letter put in one case (so "ſ", "S" and "s"
 // are one; so are "K" and the Kelvin sign).
-func FoldName(s string) string {
+func foldName(s string) string {
 	ascii := true
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
