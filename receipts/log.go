@@ -465,7 +465,7 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 	}
 	// A key another process retired signs no more entries: an entry after
 	// the rotation signed by the key it retired fails verification.
-	key, err = l.liveKey(ctx, tx, key, n+1)
+	key, err = l.liveKey(ctx, inTx{&l.stmts, tx}, key, n+1)
 	if err != nil {
 		return nil, err
 	}

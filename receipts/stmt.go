@@ -51,3 +51,19 @@ func (s *stmts) query(ctx context.Context, tx *sql.Tx, query string, args ...any
 	}
 	return st.QueryContext(ctx, args...)
 }
+
+// inTx is tx running cached statements, for code that reads one row
+// through a QueryRowContext (on every append: it must not parse its query
+// each time).
+type inTx struct {
+	s  *stmts
+	tx *sql.Tx
+}
+
+func (q inTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := q.s.get(ctx, query)
+	if err != nil {
+		return q.tx.QueryRowContext(ctx, query, args...) // reports the same error
+	}
+	return q.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+}
