@@ -337,7 +337,7 @@ func (r *relay) govern(req *request, m message) {
 	if p.arguments.Kind() == Object {
 		c.Arguments = json.RawMessage(p.arguments.Raw())
 		recorded, _ := r.secrets.redactor().redactValue(p.arguments)
-		c.Recorded = json.RawMessage(recorded)
+		c.Recorded = json.RawMessage(recorded.Raw())
 	}
 	req.call = c
 
@@ -424,7 +424,12 @@ func (r *relay) replay(req *request, auth *Authorization) {
 		Result  json.RawMessage `json:"result"`
 	}{"2.0", req.id, auth.Replay})
 	req.auth = auth
-	r.reply(req, resp, outcomeOf(resp, 0))
+	o := &Outcome{Status: StatusFailed}
+	if v, err := ReadValue(resp); err == nil {
+		o = outcomeOf(v, 0)
+	}
+	o.Result = auth.Replay // as recorded, byte for byte
+	r.reply(req, resp, o)
 }
 
 // withArguments returns a tools/call request with params.arguments
@@ -453,13 +458,8 @@ func withArguments(m message, args json.RawMessage) ([]byte, error) {
 }
 
 // outcomeOf reads how a call ended from the answer the client got.
-func outcomeOf(answer []byte, d time.Duration) *Outcome {
+func outcomeOf(v Value, d time.Duration) *Outcome {
 	o := &Outcome{Status: StatusSucceeded, Duration: d}
-	v, err := ReadValue(answer)
-	if err != nil {
-		o.Status = StatusFailed
-		return o
-	}
 	if e, ok := v.Get("error"); ok {
 		o.Status = StatusFailed
 		if c, ok := e.Get("code"); ok {
@@ -467,12 +467,14 @@ func outcomeOf(answer []byte, d time.Duration) *Outcome {
 		}
 		return o
 	}
-	if res, ok := v.Get("result"); ok {
-		o.Result = json.RawMessage(res.Raw())
-		if isErr, ok := res.Get("isError"); ok {
-			if b, _ := isErr.Bool(); b {
-				o.Status = StatusFailed
-			}
+	res, ok := v.Get("result")
+	if !ok {
+		return o
+	}
+	o.Result = json.RawMessage(res.Raw())
+	if isErr, ok := res.Get("isError"); ok {
+		if b, _ := isErr.Bool(); b {
+			o.Status = StatusFailed
 		}
 	}
 	return o

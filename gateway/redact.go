@@ -181,19 +181,21 @@ func (f findings) list() []Finding {
 }
 
 // redactValue returns the message v with every secret found in its strings
-// and member names replaced, and what was found; the bytes of v, unchanged,
-// when nothing was. It reads the value the one way the relay read it, and
-// rewrites only the strings that held a secret, so that the rest of the
-// message goes on byte for byte.
-func (r *redactor) redactValue(v Value) ([]byte, []Finding) {
+// and member names replaced, and what was found; v itself when nothing was.
+// It reads the value the one way the relay read it, and rewrites only the
+// strings that held a secret (each as a JSON string, member names kept
+// apart), so that the rest of the message goes on byte for byte and what
+// it returns reads as the strict reading reads it, without reading it
+// again.
+func (r *redactor) redactValue(v Value) (Value, []Finding) {
 	if r == nil {
-		return v.Raw(), nil
+		return v, nil
 	}
 	found := findings{}
 	var edits []edit
 	r.walk(v, 0, found, &edits)
 	if len(edits) == 0 {
-		return v.Raw(), nil
+		return v, nil
 	}
 	sort.Slice(edits, func(i, j int) bool { return edits[i].start < edits[j].start })
 	raw := v.Raw()
@@ -204,7 +206,7 @@ func (r *redactor) redactValue(v Value) ([]byte, []Finding) {
 		out = append(out, e.text...)
 		at = e.end
 	}
-	return append(out, raw[at:]...), found.list()
+	return Value{raw: append(out, raw[at:]...)}, found.list()
 }
 
 // An edit replaces raw[start:end] of the message with text.

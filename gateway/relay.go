@@ -451,28 +451,29 @@ func (r *relay) fromServer(frame []byte) {
 	red := r.secrets.redactor()
 	out := make([][]byte, 0, len(msgs))
 	type done struct {
-		req   *request
-		msg   []byte
-		found []Finding
+		req    *request
+		answer Value
+		found  []Finding
 	}
 	var outcomes []done
 	for i, m := range msgs {
 		if m.kind == kindInvalid {
 			continue
 		}
-		b, found := red.redactValue(m.val)
+		v, found := red.redactValue(m.val)
 		for _, f := range found {
 			r.log.Warn("redacted a secret the server sent", slog.String("secret", f.Secret),
 				slog.String("encoding", f.Encoding), slog.Int("count", f.Count), slog.String("method", r.text(m.method)))
 		}
 		req := answers[i]
 		if req != nil && req.method == "tools/list" && r.gov != nil {
-			r.noteTools(b)
+			r.noteTools(v)
 		}
 		if req != nil && req.governed {
-			outcomes = append(outcomes, done{req, bytes.Clone(b), found}) // the frame's buffer is reused
+			// The frame's buffer is reused once this returns.
+			outcomes = append(outcomes, done{req, Value{raw: bytes.Clone(v.Raw())}, found})
 		}
-		out = append(out, b)
+		out = append(out, v.Raw())
 	}
 	switch {
 	case len(out) == 0:
@@ -482,7 +483,7 @@ func (r *relay) fromServer(frame []byte) {
 		r.up.write(append(append([]byte{'['}, bytes.Join(out, []byte{','})...), ']'))
 	}
 	for _, d := range outcomes {
-		o := outcomeOf(d.msg, time.Since(d.req.start))
+		o := outcomeOf(d.answer, time.Since(d.req.start))
 		o.Findings = d.found
 		r.complete(d.req, o)
 	}
@@ -517,12 +518,8 @@ func (r *relay) unreadableFromServer(head []byte, why string) {
 }
 
 // noteTools reads a tools/list answer as the client got it.
-func (r *relay) noteTools(answer []byte) {
-	v, err := ReadValue(answer)
-	if err != nil {
-		return
-	}
-	result, ok := v.Get("result")
+func (r *relay) noteTools(answer Value) {
+	result, ok := answer.Get("result")
 	if !ok {
 		return
 	}

@@ -220,7 +220,11 @@ func FuzzRedact(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, findings := newRedactor(map[string]string{"s": secret}).redactValue(v)
+		redacted, findings := newRedactor(map[string]string{"s": secret}).redactValue(v)
+		out := redacted.Raw()
+		if _, err := ReadValue(out); err != nil {
+			t.Fatalf("the redacted message is not one the strict reading reads: %v\n%s", err, out)
+		}
 		var decoded any
 		if err := json.Unmarshal(out, &decoded); err != nil {
 			t.Fatalf("redacted message is not JSON: %v", err)
