@@ -210,9 +210,14 @@ func (r *relay) inFlight(id json.RawMessage) bool {
 		return false
 	}
 	_, key, ok := readID(v)
+	return ok && r.keyInFlight(key)
+}
+
+// keyInFlight is inFlight for an id already read.
+func (r *relay) keyInFlight(key string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return ok && r.requests[key] != nil
+	return r.requests[key] != nil
 }
 
 // fromClient relays one frame from the client: what the gate cannot read
@@ -339,7 +344,7 @@ func (r *relay) refuseFrame(msgs []message, err error) {
 	}
 	answered := false
 	for _, m := range msgs {
-		if m.key == "" || m.kind == kindResponse || m.kind == kindNotification || r.inFlight(m.id) {
+		if m.key == "" || m.kind == kindResponse || m.kind == kindNotification || r.keyInFlight(m.key) {
 			continue
 		}
 		answered = true
