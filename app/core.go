@@ -26,7 +26,6 @@ type Keychain interface {
 	Secret(id string) (string, error)
 	SetSecret(id, value string) error
 	DeleteSecret(id string) error
-	ResolveEnv(env []string) (resolved []string, secrets map[string]string, err error)
 }
 
 var _ Keychain = (*vault.Vault)(nil)
@@ -205,18 +204,6 @@ func (k timedKeychain) SetSecret(id, value string) error {
 func (k timedKeychain) DeleteSecret(id string) error {
 	_, err := within(k, func() (struct{}, error) { return struct{}{}, k.kc.DeleteSecret(id) })
 	return err
-}
-
-func (k timedKeychain) ResolveEnv(env []string) ([]string, map[string]string, error) {
-	type resolved struct {
-		env    []string
-		values map[string]string
-	}
-	r, err := within(k, func() (resolved, error) {
-		e, v, err := k.kc.ResolveEnv(env)
-		return resolved{e, v}, err
-	})
-	return r.env, r.values, err
 }
 
 // RotateSigningKey is not bounded: the new key is announced in the log

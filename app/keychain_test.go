@@ -4,8 +4,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/gatehouse-dev/gatehouse/vault"
@@ -94,23 +92,6 @@ func (f *fakeKeychain) DeleteSecret(id string) error {
 	}
 	delete(f.secrets, id)
 	return nil
-}
-
-func (f *fakeKeychain) ResolveEnv(env []string) ([]string, map[string]string, error) {
-	out := slices.Clone(env)
-	values := map[string]string{}
-	for i, kv := range out {
-		k, v, _ := strings.Cut(kv, "=")
-		if id, ok := vault.ParseRef(v); ok {
-			val, err := f.Secret(id)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", k, err)
-			}
-			out[i] = k + "=" + val
-			values[id] = val
-		}
-	}
-	return out, values, nil
 }
 
 // snapshot returns the secrets held.

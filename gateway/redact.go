@@ -88,20 +88,52 @@ type pattern struct {
 	secret, encoding, text string
 }
 
-// withCredentials adds, for each value that is an HTTP authorization
-// ("Bearer <token>", "Basic <credentials>", "token <token>"), the credential
-// alone: it is what a server would echo.
-func withCredentials(secrets map[string]string) map[string]string {
+// withParts adds, for each value that carries a credential inside it, the
+// credential alone: it is what a server would echo.
+//   - an HTTP authorization ("Bearer <token>", "Basic <credentials>",
+//     "token <token>"): the credential;
+//   - a URL or connection string with a password
+//     (postgresql://app:pw@host/db): the password, as written and decoded,
+//     and query values whose names say credential (?api_key=...);
+//   - a flag or setting (--token=X, API_KEY=X): X.
+func withParts(secrets map[string]string) map[string]string {
 	var out map[string]string
-	for id, v := range secrets {
-		scheme, cred, ok := strings.Cut(v, " ")
-		if !ok || scheme == "" || strings.ContainsAny(scheme, "\t\r\n") || len(strings.TrimSpace(cred)) < 8 {
-			continue
+	part := func(id, name, v string) {
+		if len(v) < 4 {
+			return
 		}
 		if out == nil {
 			out = maps.Clone(secrets)
 		}
-		out[id+"#credential"] = strings.TrimSpace(cred)
+		out[id+"#"+name] = v
+	}
+	for _, id := range slices.Sorted(maps.Keys(secrets)) {
+		v := secrets[id]
+		if scheme, cred, ok := strings.Cut(v, " "); ok && scheme != "" && !strings.ContainsAny(scheme, "\t\r\n") && len(strings.TrimSpace(cred)) >= 8 {
+			part(id, "credential", strings.TrimSpace(cred))
+			continue
+		}
+		if strings.Contains(v, "://") {
+			if u, err := url.Parse(v); err == nil {
+				if pw, ok := u.User.Password(); ok {
+					part(id, "password", pw)
+					if i := strings.LastIndexByte(u.User.String(), ':'); i >= 0 {
+						part(id, "password-as-written", u.User.String()[i+1:])
+					}
+				}
+				for k, vs := range u.Query() {
+					if credentialName(k) {
+						for i, qv := range vs {
+							part(id, "query-"+k+"-"+strconv.Itoa(i), qv)
+						}
+					}
+				}
+				continue
+			}
+		}
+		if k, val, ok := strings.Cut(v, "="); ok && k != "" && !strings.ContainsAny(k, " \t") {
+			part(id, "value", val)
+		}
 	}
 	if out == nil {
 		return secrets
@@ -109,8 +141,20 @@ func withCredentials(secrets map[string]string) map[string]string {
 	return out
 }
 
+// credentialName reports whether a query parameter's name says it carries
+// a credential.
+func credentialName(k string) bool {
+	k = strings.ToLower(k)
+	for _, w := range []string{"token", "key", "secret", "pass", "pwd", "auth", "sig", "cred", "session"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
 func newRedactor(secrets map[string]string) *redactor {
-	secrets = withCredentials(secrets)
+	secrets = withParts(secrets)
 	r := &redactor{}
 	seen := map[string]bool{}
 	add := func(id, enc, text string) {

@@ -10,8 +10,9 @@ import (
 )
 
 // RefPrefix starts a reference to a secret: vault://secret/<id>. A server's
-// environment may hold references in place of values; the proxy resolves
-// them from the keychain only when it starts the server.
+// registration may hold references in place of values (a whole environment
+// variable, argument, header or URL); the proxy resolves them from the
+// keychain only when it starts or reaches the server.
 const RefPrefix = "vault://secret/"
 
 // MaxSecretBytes bounds a secret on every platform. The keychains of macOS
@@ -96,30 +97,4 @@ func (v *Vault) DeleteSecret(id string) error {
 		return fmt.Errorf("delete secret %s: %w", id, explain(err))
 	}
 	return nil
-}
-
-// ResolveEnv returns env with every value that is a secret reference
-// replaced by the secret's value, and the values it resolved (for
-// redaction). A reference to a secret that is not in the keychain is an
-// error naming the variable and the secret.
-func (v *Vault) ResolveEnv(env []string) (resolved []string, secrets map[string]string, err error) {
-	resolved = make([]string, 0, len(env))
-	for _, kv := range env {
-		k, val, _ := strings.Cut(kv, "=")
-		id, ok := ParseRef(val)
-		if !ok {
-			resolved = append(resolved, kv)
-			continue
-		}
-		s, err := v.Secret(id)
-		if err != nil {
-			return nil, nil, fmt.Errorf("environment variable %s: %w", k, err)
-		}
-		if secrets == nil {
-			secrets = map[string]string{}
-		}
-		secrets[id] = s
-		resolved = append(resolved, k+"="+s)
-	}
-	return resolved, secrets, nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,19 +86,6 @@ func TestSecrets(t *testing.T) {
 	}
 	if s, err := v.Secret("gh-token"); err != nil || s != "ghp_0123456789abcdef" {
 		t.Errorf("Secret = %q, %v", s, err)
-	}
-	env, found, err := v.ResolveEnv([]string{"A=plain", "TOKEN=" + Ref("gh-token"), "B=vault://secret/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"A=plain", "TOKEN=ghp_0123456789abcdef", "B=vault://secret/"}; !slices.Equal(env, want) {
-		t.Errorf("ResolveEnv = %q, want %q", env, want)
-	}
-	if found["gh-token"] != "ghp_0123456789abcdef" || len(found) != 1 {
-		t.Errorf("resolved secrets = %v", found)
-	}
-	if _, _, err := v.ResolveEnv([]string{"X=" + Ref("missing")}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "X") {
-		t.Errorf("ResolveEnv(missing) = %v, want ErrNotFound naming the variable", err)
 	}
 	if err := v.DeleteSecret("gh-token"); err != nil {
 		t.Fatal(err)

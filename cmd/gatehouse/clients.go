@@ -61,9 +61,12 @@ var clientsGovernCmd = &command{
 	help: `
 Each selected entry's server is registered with Gatehouse (its command
 resolved to an absolute path, so that apps started from the desktop find
-it), the values of its secret-looking environment variables and headers move
-to the OS keychain, and the entry is replaced by one that runs
-gatehouse proxy. The entry keeps its name; only its bytes change in the file,
+it), the values of its secret-looking environment variables and headers,
+and the arguments or URL that hold a credential (postgresql://app:pw@host/db,
+--password X, --api-key=...), move to the OS keychain; the registration
+refers to them, and the proxy puts them back only in the server's own
+environment and command line when it starts it. The entry is replaced by one
+that runs gatehouse proxy. The entry keeps its name; only its bytes change in the file,
 every other key, comment and indentation stays. The file is backed up first
 (secret values replaced by their keychain references) and replaced
 atomically; a file that changes while Gatehouse writes it is left alone.
@@ -74,7 +77,11 @@ not edited: Claude Code gets a same-name entry in the project's local scope
 (~/.claude.json), which it uses instead.
 
 --secret VAR keeps VAR's value in the keychain too, though its name does not
-look secret (repeatable). --dry-run prints the exact diff of each file
+look secret (repeatable); --secret arg:N does so for the entry's Nth
+argument, which governing names when it might be a secret but cannot tell,
+and --secret url for a remote entry's URL. An entry whose file names a
+keychain secret itself (vault://...) is not governed: only Gatehouse puts
+references in a registration. --dry-run prints the exact diff of each file
 (secret values masked) and writes nothing.
 
 Claude Desktop rewrites its config while it runs: quit it first (--force
@@ -86,7 +93,7 @@ Examples:
   gatehouse clients govern claude-code --server github --secret GITHUB_ORG`,
 	flags: flagged(func(fs *flag.FlagSet, f *clientsChangeFlags) {
 		fs.Var(&f.server, "server", "only the entry called `NAME` (repeatable)")
-		fs.Var(&f.secret, "secret", "also keep environment variable or header `VAR` in the keychain (repeatable)")
+		fs.Var(&f.secret, "secret", "also keep environment variable or header `VAR` (arg:N: the Nth argument; url: the URL) in the keychain (repeatable)")
 		fs.BoolVar(&f.dryRun, "dry-run", false, "print the diff of each file; write nothing")
 		fs.BoolVar(&f.force, "force", false, "write Claude Desktop's file even while it runs")
 	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *clientsChangeFlags, args []string) error {

@@ -35,9 +35,11 @@ type source struct {
 	transport string // "stdio" or "http"
 	command   string
 	args      []string
+	argSpans  [][2]int // each argument's token in the file
 	env       []kv
 	cwd       string
 	url       string
+	urlSpan   [2]int // the URL's token in the file
 	headers   []kv
 	// How it is written.
 	hasType   bool
@@ -77,17 +79,24 @@ func (s *source) target() string {
 	return strings.Join(parts, " ")
 }
 
-// checkSecrets marks an entry that holds a secret where the keychain cannot
-// supply it: in its command line, or in its URL.
-func (s *source) checkSecrets() *source {
+// checkReferences marks an entry that names a keychain secret itself: a
+// value of the file that reads as a Gatehouse secret reference
+// (vault://...). References in a registration are made by Gatehouse alone,
+// for the secrets governing moves; one copied from a file (a project's
+// .mcp.json, say) would hand any secret in the keychain to whatever the
+// entry runs.
+func (s *source) checkReferences() *source {
 	if s.state != "" || s.byHand != "" {
 		return s
 	}
-	if secret := secretArgs(s.args); len(secret) > 0 {
-		return s.unsupported("argument %d looks like a secret; Gatehouse keeps secrets in environment variables, which the keychain supplies: move it to the entry's env and govern again", secret[0]+1)
+	values := append([]string{s.command, s.cwd, s.url}, s.args...)
+	for _, v := range append(slices.Clone(s.env), s.headers...) {
+		values = append(values, v.k, v.v)
 	}
-	if s.url != "" && urlSecret(s.url) {
-		return s.unsupported("its URL holds a credential (a password, or a key in the query); Gatehouse keeps secrets in headers, which the keychain supplies")
+	for _, v := range values {
+		if strings.Contains(strings.ToLower(v), "vault://") {
+			return s.unsupported("it names a Gatehouse keychain secret (vault://...), which only Gatehouse may put in a registration: give the value itself, and governing moves it to the keychain")
+		}
 	}
 	return s
 }
@@ -236,7 +245,7 @@ func (p *parsed) jsonEntries(prefix []string) ([]*source, error) {
 			setFile(err, p.path)
 			return nil, err
 		}
-		out = append(out, p.jsonEntry(m, append(slices.Clone(prefix), m.key)).checkSecrets())
+		out = append(out, p.jsonEntry(m, append(slices.Clone(prefix), m.key)).checkReferences())
 	}
 	return out, nil
 }
@@ -347,6 +356,7 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 					return s.unsupported(`"args" holds something other than strings`)
 				}
 				s.args = append(s.args, a)
+				s.argSpans = append(s.argSpans, [2]int{e.start, e.end})
 			}
 		}
 		if n := get("cwd"); n != nil {
@@ -376,7 +386,7 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 		if !ok || u == "" {
 			return s.unsupported("%q is not a non-empty string", urlKey)
 		}
-		s.url = u
+		s.url, s.urlSpan = u, [2]int{urlNode.start, urlNode.end}
 		switch {
 		case sp.id == ClaudeDesktop:
 			return s.unsupported("Claude Desktop does not read remote servers from this file (add them as connectors in the app)")
@@ -505,7 +515,7 @@ func (p *parsed) tomlEntries() []*source {
 			out = append(out, s)
 			continue
 		}
-		out = append(out, p.tomlEntry(name, groups[name].tables).checkSecrets())
+		out = append(out, p.tomlEntry(name, groups[name].tables).checkReferences())
 	}
 	return out
 }
@@ -640,6 +650,7 @@ func (p *parsed) tomlEntry(name string, idx []int) *source {
 					return s.unsupported("args holds something other than strings")
 				}
 				s.args = append(s.args, e.str)
+				s.argSpans = append(s.argSpans, [2]int{e.start, e.end})
 			}
 		}
 		if s.cwd, _, err = str("cwd"); err != nil {
@@ -649,7 +660,7 @@ func (p *parsed) tomlEntry(name string, idx []int) *source {
 			s.byHand = who
 		}
 	case hasURL:
-		s.transport, s.url = "http", url
+		s.transport, s.url, s.urlSpan = "http", url, [2]int{vals["url"].start, vals["url"].end}
 		if url == "" {
 			return s.unsupported("its url is empty")
 		}

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -250,10 +251,119 @@ func locators(f *scannedFile) [][]string {
 // A candidate is a server registration as governing would make it, with
 // the actual values of its secrets.
 type candidate struct {
-	srv           store.Server // Env and Headers hold the values
-	secretEnv     []string
-	secretHeaders []string
-	ids           map[string]string // "env\x00K" / "header\x00K" → secret id, once named
+	srv     store.Server // every value in place, secrets too
+	secrets []slot       // the values that move to the keychain, in the order found
+	ids     map[slot]string
+}
+
+// A slot is where a registration holds a value that may be a secret: an
+// environment variable, a header, an argument, or the URL.
+type slot struct {
+	kind string // "env", "header", "arg" or "url"
+	key  string // the variable or header; the argument's index from 0; "" for the URL
+}
+
+// slots returns every slot srv fills, in a fixed order.
+func slots(srv *store.Server) []slot {
+	var out []slot
+	for _, k := range slices.Sorted(maps.Keys(srv.Env)) {
+		out = append(out, slot{"env", k})
+	}
+	for _, k := range slices.Sorted(maps.Keys(srv.Headers)) {
+		out = append(out, slot{"header", k})
+	}
+	for i := range srv.Args {
+		out = append(out, slot{"arg", strconv.Itoa(i)})
+	}
+	if srv.URL != "" {
+		out = append(out, slot{"url", ""})
+	}
+	return out
+}
+
+func (s slot) index() int {
+	i, _ := strconv.Atoi(s.key)
+	return i
+}
+
+// get returns the value srv has at s.
+func (s slot) get(srv *store.Server) (string, bool) {
+	switch s.kind {
+	case "env":
+		v, ok := srv.Env[s.key]
+		return v, ok
+	case "header":
+		v, ok := srv.Headers[s.key]
+		return v, ok
+	case "arg":
+		if i := s.index(); i < len(srv.Args) {
+			return srv.Args[i], true
+		}
+		return "", false
+	default:
+		return srv.URL, srv.URL != ""
+	}
+}
+
+// set puts v at s in srv, whose maps and argument list are its own.
+func (s slot) set(srv *store.Server, v string) {
+	switch s.kind {
+	case "env":
+		srv.Env[s.key] = v
+	case "header":
+		srv.Headers[s.key] = v
+	case "arg":
+		srv.Args[s.index()] = v
+	default:
+		srv.URL = v
+	}
+}
+
+// name is the part of the slot's keychain item after the server's name.
+func (s slot) name() string {
+	switch s.kind {
+	case "arg":
+		return "arg" + strconv.Itoa(s.index()+1)
+	case "url":
+		return "url"
+	}
+	return s.key
+}
+
+// String says the slot in words, for notes.
+func (s slot) String() string {
+	switch s.kind {
+	case "header":
+		return "header " + s.key
+	case "arg":
+		return "argument " + strconv.Itoa(s.index()+1)
+	case "url":
+		return "its URL"
+	}
+	return s.key
+}
+
+// span returns the token of the slot's value in src's file.
+func (s slot) span(src *source) ([2]int, bool) {
+	switch s.kind {
+	case "env", "header":
+		list := src.env
+		if s.kind == "header" {
+			list = src.headers
+		}
+		for _, v := range list {
+			if v.k == s.key {
+				return v.span, true
+			}
+		}
+	case "arg":
+		if i := s.index(); i < len(src.argSpans) {
+			return src.argSpans[i], true
+		}
+	case "url":
+		return src.urlSpan, src.urlSpan != [2]int{}
+	}
+	return [2]int{}, false
 }
 
 type namer struct {
@@ -294,6 +404,15 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 			return nil, nil
 		}
 		c.srv.Command, c.srv.Args = cmd, slices.Clone(src.args)
+		sure := secretArgs(src.args)
+		for i, a := range src.args {
+			switch {
+			case slices.Contains(sure, i) || slices.Contains(sel.Secrets, "arg:"+strconv.Itoa(i+1)):
+				c.secrets = append(c.secrets, slot{"arg", strconv.Itoa(i)})
+			case maybeSecret(a):
+				res.note("argument %d may be a secret (%d characters that look random); to keep it in the keychain, govern again with --secret arg:%d", i+1, len(a), i+1)
+			}
+		}
 		if cmd != src.command {
 			res.note("command %s resolved to %s", src.command, cmd)
 		}
@@ -316,7 +435,7 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 			}
 			c.srv.Env[v.k] = v.v
 			if looksSecret(v.k, v.v, sel.Secrets) {
-				c.secretEnv = append(c.secretEnv, v.k)
+				c.secrets = append(c.secrets, slot{"env", v.k})
 			}
 		}
 		if _, ok := c.srv.Env["PATH"]; !ok && !slices.ContainsFunc(keepEnv, func(v kv) bool { return v.k == "PATH" }) {
@@ -344,11 +463,14 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		}
 	case "http":
 		c.srv.URL = src.url
+		if urlSecret(src.url) || slices.Contains(sel.Secrets, "url") {
+			c.secrets = append(c.secrets, slot{"url", ""})
+		}
 		c.srv.Headers = map[string]string{}
 		for _, h := range src.headers {
 			c.srv.Headers[h.k] = h.v
 			if looksSecret(h.k, h.v, sel.Secrets) {
-				c.secretHeaders = append(c.secretHeaders, h.k)
+				c.secrets = append(c.secrets, slot{"header", h.k})
 			}
 		}
 	}
@@ -370,30 +492,21 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 	// Secret ids and the registration as stored.
 	reg := c.srv
 	reg.Name = name
-	reg.Env, reg.Headers = maps.Clone(c.srv.Env), maps.Clone(c.srv.Headers)
+	reg.Env, reg.Headers, reg.Args = maps.Clone(c.srv.Env), maps.Clone(c.srv.Headers), slices.Clone(c.srv.Args)
 	if c.ids == nil {
-		c.ids = map[string]string{}
+		c.ids = map[slot]string{}
 		used := map[string]bool{}
-		for _, k := range c.secretEnv {
-			c.ids["env\x00"+k] = secretID(name, k, used)
-		}
-		for _, k := range c.secretHeaders {
-			c.ids["header\x00"+k] = secretID(name, k, used)
+		for _, sl := range c.secrets {
+			c.ids[sl] = secretID(name, sl.name(), used)
 		}
 	}
-	for _, k := range c.secretEnv {
-		id := c.ids["env\x00"+k]
-		reg.Env[k] = vault.Ref(id)
-		ep.secrets = append(ep.secrets, secretPut{id, c.srv.Env[k]})
-		ep.masks = append(ep.masks, c.srv.Env[k])
-		res.note("%s moved to the keychain as %s", k, id)
-	}
-	for _, k := range c.secretHeaders {
-		id := c.ids["header\x00"+k]
-		reg.Headers[k] = vault.Ref(id)
-		ep.secrets = append(ep.secrets, secretPut{id, c.srv.Headers[k]})
-		ep.masks = append(ep.masks, c.srv.Headers[k])
-		res.note("header %s moved to the keychain as %s", k, id)
+	for _, sl := range c.secrets {
+		id := c.ids[sl]
+		v, _ := sl.get(&c.srv)
+		sl.set(&reg, vault.Ref(id))
+		ep.secrets = append(ep.secrets, secretPut{id, v})
+		ep.masks = append(ep.masks, v)
+		res.note("%s moved to the keychain as %s", sl, id)
 	}
 	if reg.Transport == store.TransportStdio && len(reg.Headers) == 0 {
 		reg.Headers = nil
@@ -423,18 +536,10 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 	// The record: the original entry with its secret values replaced by
 	// references.
 	var spans []secretSpan
-	for _, k := range c.secretEnv {
-		for _, v := range src.env {
-			if v.k == k {
-				spans = append(spans, secretSpan{v.span, c.ids["env\x00"+k], v.v})
-			}
-		}
-	}
-	for _, k := range c.secretHeaders {
-		for _, h := range src.headers {
-			if h.k == k {
-				spans = append(spans, secretSpan{h.span, c.ids["header\x00"+k], h.v})
-			}
+	for _, sl := range c.secrets {
+		if span, ok := sl.span(src); ok {
+			v, _ := sl.get(&c.srv)
+			spans = append(spans, secretSpan{span, c.ids[sl], v})
 		}
 	}
 	rec := &record{File: f.path, Locator: src.locator, Client: sp.id, Scope: g.scope, Project: g.project,
@@ -582,11 +687,11 @@ func (n *namer) ownedBy(name string, rec *record) bool {
 }
 
 func sameCandidate(a, b *candidate) bool {
+	bySlot := func(x, y slot) int { return strings.Compare(x.kind+"\x00"+x.key, y.kind+"\x00"+y.key) }
 	return a.srv.Transport == b.srv.Transport && a.srv.Command == b.srv.Command && slices.Equal(a.srv.Args, b.srv.Args) &&
 		a.srv.Cwd == b.srv.Cwd && a.srv.URL == b.srv.URL && maps.Equal(a.srv.Env, b.srv.Env) &&
 		maps.Equal(nilMap(a.srv.Headers), nilMap(b.srv.Headers)) &&
-		slices.Equal(slices.Sorted(slices.Values(a.secretEnv)), slices.Sorted(slices.Values(b.secretEnv))) &&
-		slices.Equal(slices.Sorted(slices.Values(a.secretHeaders)), slices.Sorted(slices.Values(b.secretHeaders)))
+		slices.Equal(slices.SortedFunc(slices.Values(a.secrets), bySlot), slices.SortedFunc(slices.Values(b.secrets), bySlot))
 }
 
 func nilMap(m map[string]string) map[string]string {
@@ -598,49 +703,39 @@ func nilMap(m map[string]string) map[string]string {
 
 // sameRegistration reports whether reg runs what c would, secrets read
 // from the keychain; and the ids of its secrets.
-func (n *namer) sameRegistration(reg store.Server, c *candidate) (bool, map[string]string, error) {
-	if reg.Transport != c.srv.Transport || reg.Command != c.srv.Command || !slices.Equal(reg.Args, c.srv.Args) ||
-		reg.Cwd != c.srv.Cwd || reg.URL != c.srv.URL || len(reg.Env) != len(c.srv.Env) || len(reg.Headers) != len(c.srv.Headers) {
+func (n *namer) sameRegistration(reg store.Server, c *candidate) (bool, map[slot]string, error) {
+	if reg.Transport != c.srv.Transport || reg.Command != c.srv.Command || len(reg.Args) != len(c.srv.Args) ||
+		reg.Cwd != c.srv.Cwd || len(reg.Env) != len(c.srv.Env) || len(reg.Headers) != len(c.srv.Headers) {
 		return false, nil, nil
 	}
-	ids := map[string]string{}
-	check := func(kind string, have, want map[string]string, secret []string) (bool, error) {
-		for k, w := range want {
-			h, ok := have[k]
-			if !ok {
-				return false, nil
-			}
-			id, isRef := vault.ParseRef(h)
-			if slices.Contains(secret, k) != isRef {
-				return false, nil
-			}
-			if !isRef {
-				if h != w {
-					return false, nil
-				}
-				continue
-			}
-			v, err := n.m.kc.Secret(id)
-			if errors.Is(err, vault.ErrNotFound) {
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			if v != w {
-				return false, nil
-			}
-			ids[kind+"\x00"+k] = id
+	ids := map[slot]string{}
+	for _, sl := range slots(&c.srv) {
+		want, _ := sl.get(&c.srv)
+		have, ok := sl.get(&reg)
+		if !ok {
+			return false, nil, nil
 		}
-		return true, nil
-	}
-	ok, err := check("env", reg.Env, c.srv.Env, c.secretEnv)
-	if !ok || err != nil {
-		return false, nil, err
-	}
-	ok, err = check("header", reg.Headers, c.srv.Headers, c.secretHeaders)
-	if !ok || err != nil {
-		return false, nil, err
+		id, isRef := vault.ParseRef(have)
+		if slices.Contains(c.secrets, sl) != isRef {
+			return false, nil, nil
+		}
+		if !isRef {
+			if have != want {
+				return false, nil, nil
+			}
+			continue
+		}
+		v, err := n.m.kc.Secret(id)
+		if errors.Is(err, vault.ErrNotFound) {
+			return false, nil, nil
+		}
+		if err != nil {
+			return false, nil, err
+		}
+		if v != want {
+			return false, nil, nil
+		}
+		ids[sl] = id
 	}
 	return true, ids, nil
 }

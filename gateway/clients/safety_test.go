@@ -8,9 +8,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/downstream"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
+	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
 // A malformed file is refused with its line and column; nothing is written
@@ -297,8 +303,8 @@ func TestDrift(t *testing.T) {
 	if es["newcomer"].State != Added || !es["newcomer"].Drift() {
 		t.Errorf("newcomer: %s", es["newcomer"].State)
 	}
-	if es["leaky"].State != Unsupported {
-		t.Errorf("leaky (there before, not governable): %s", es["leaky"].State)
+	if es["borrower"].State != Unsupported {
+		t.Errorf("borrower (there before, not governable): %s", es["borrower"].State)
 	}
 	if es["stripe"].State != Governed {
 		t.Errorf("stripe: %s", es["stripe"].State)
@@ -768,15 +774,18 @@ func BenchmarkPlanLargeClaudeJSON(b *testing.B) {
 }
 
 // An entry with a password in its command line (a connection string, a
-// --password flag) is not governed, so that no copy of it lands in
-// Gatehouse's database or backups; the view says why, and masks it.
-func TestSecretsInArgumentsStayOutOfTheHome(t *testing.T) {
+// --password flag, --api-key=...) is governed: the argument moves to the
+// keychain, the registration refers to it, and the server gets it back in
+// its command line when the proxy starts it. No copy lands in Gatehouse's
+// home folder, before or after undo, and undo gives back every byte.
+func TestSecretsInArgumentsMoveToTheKeychain(t *testing.T) {
 	t.Parallel()
 	mc := newMachine(t, "linux")
 	path := filepath.Join(mc.home, ".cursor", "mcp.json")
-	mc.place("cursor_mcp.json", path)
+	orig := mc.place("cursor_mcp.json", path)
+	secrets := []string{"pgNOTreal-0123", "whNOTreal-0123", "sk-testNOTreal0123456789abcdef"}
 	noSecretInHome := func(when string) {
-		for _, secret := range []string{"pgNOTreal-0123", "whNOTreal-0123", "sk-testNOTreal0123456789abcdef"} {
+		for _, secret := range secrets {
 			filepath.WalkDir(mc.st.Dir(), func(p string, d fs.DirEntry, err error) error {
 				if err == nil && !d.IsDir() && bytes.Contains(mc.read(p), []byte(secret)) {
 					t.Errorf("%s: %s holds the secret %s", when, p, secret)
@@ -785,14 +794,86 @@ func TestSecretsInArgumentsStayOutOfTheHome(t *testing.T) {
 			})
 		}
 	}
-	mc.govern(Selection{Clients: []ID{Cursor}})
+	pl := mc.govern(Selection{Clients: []ID{Cursor}})
 	noSecretInHome("after govern")
+	for _, r := range pl.Results {
+		for _, n := range r.Notes {
+			for _, secret := range secrets {
+				if strings.Contains(n, secret) {
+					t.Errorf("%s: a note shows the secret: %s", r.Name, n)
+				}
+			}
+		}
+	}
+	want := map[string]struct {
+		args []string // as the server gets them
+		ref  int      // the argument that is a reference in the registration
+	}{
+		"postgres":  {[]string{"-y", "@modelcontextprotocol/server-postgres", "postgresql://app:pgNOTreal-0123@db.internal/app"}, 2},
+		"warehouse": {[]string{"--host", "db.internal", "--password", "whNOTreal-0123"}, 3},
+		"leaky":     {[]string{"-y", "some-mcp", "--api-key=sk-testNOTreal0123456789abcdef"}, 2},
+	}
+	regs := map[string]store.Server{}
+	for _, s := range mc.servers() {
+		regs[s.Name] = s
+	}
+	for name, w := range want {
+		reg, ok := regs[name]
+		if !ok {
+			t.Errorf("%s: not registered", name)
+			continue
+		}
+		if id, ok := vault.ParseRef(reg.Args[w.ref]); !ok || id != name+".arg"+strconv.Itoa(w.ref+1) {
+			t.Errorf("%s: registered argument %d = %q, want a reference to %s.arg%d", name, w.ref+1, reg.Args[w.ref], name, w.ref+1)
+		}
+		cmd, values, err := downstream.Command(reg, mc.kc)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if !slices.Equal(cmd.Args, w.args) {
+			t.Errorf("%s: the server starts with %q, want %q", name, cmd.Args, w.args)
+		}
+		if len(values) != 1 {
+			t.Errorf("%s: resolved %d values, want 1 (for redaction)", name, len(values))
+		}
+		if e := mc.entries(Cursor)[name]; e.State != Governed || strings.Contains(e.Target, "NOTreal") {
+			t.Errorf("%s: state %s, target %q; want governed, masked", name, e.State, e.Target)
+		}
+	}
 	mc.undo(Selection{})
 	noSecretInHome("after undo")
-	e := mc.entries(Cursor)
-	for name, want := range map[string]string{"postgres": "npx -y @modelcontextprotocol/server-postgres ********", "warehouse": "warehouse-mcp --host db.internal --password ********"} {
-		if e[name].State != Unsupported || e[name].Target != want {
-			t.Errorf("%s: state %s, target %q; want unsupported, %q", name, e[name].State, e[name].Target, want)
+	if got := mc.read(path); !bytes.Equal(got, orig) {
+		t.Errorf("undo gave back\n%s\nwant\n%s", got, orig)
+	}
+	if mc.kc.len() != 0 {
+		t.Errorf("the keychain keeps %d items after undo, want none", mc.kc.len())
+	}
+}
+
+// A value in a client's file that names a keychain secret (vault://...)
+// is refused: otherwise a project's .mcp.json could hand any secret the
+// keychain holds to whatever its entry runs.
+func TestReferencesFromFilesAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, entry := range []string{
+		`{"command": "npx", "args": ["-y", "x"], "env": {"REGION": "vault://secret/github.GITHUB_TOKEN"}}`,
+		`{"command": "npx", "args": ["-y", "x", "vault://secret/github.GITHUB_TOKEN"]}`,
+		`{"command": "vault://secret/github.GITHUB_TOKEN"}`,
+		`{"command": "npx", "args": ["--token=VAULT://secret/github.GITHUB_TOKEN"]}`,
+		`{"url": "https://example.com/mcp", "headers": {"X-Region": "vault://secret/github.GITHUB_TOKEN"}}`,
+		`{"url": "vault://secret/github.GITHUB_TOKEN"}`,
+	} {
+		mc := newMachine(t, "linux")
+		mc.kc.SetSecret("github.GITHUB_TOKEN", "ghp_testTOKENnotREAL0000000000000000z9")
+		path := filepath.Join(mc.home, ".cursor", "mcp.json")
+		mc.write(path, []byte(`{"mcpServers": {"borrower": `+entry+`}}`))
+		pl := mc.govern(Selection{Clients: []ID{Cursor}})
+		if len(pl.Results) != 1 || !strings.Contains(pl.Results[0].Skipped, "names a Gatehouse keychain secret") {
+			t.Errorf("%s: results %+v, want the entry skipped for naming a keychain secret", entry, pl.Results)
+		}
+		if len(mc.servers()) != 0 {
+			t.Errorf("%s: registered %+v, want nothing", entry, mc.servers())
 		}
 	}
 }

@@ -123,8 +123,8 @@ func secretValue(value string) bool {
 }
 
 // argSecret reports whether a command-line argument holds what looks like a
-// credential: Gatehouse keeps secrets only in environment variables
-// and headers, which the keychain supplies when the server starts.
+// credential: governing moves such an argument to the keychain, and the
+// proxy puts it back in the server's command line when it starts it.
 func argSecret(a string) bool {
 	if secretValue(a) {
 		return true
@@ -139,6 +139,39 @@ func argSecret(a string) bool {
 		return looksSecret(strings.TrimLeft(k, "-"), v, nil)
 	}
 	return false
+}
+
+// maybeSecret reports whether an argument that does not look like a
+// credential by its form might be one all the same: a long word of
+// letters and digits that looks random (an API key of an unknown format).
+// Governing says so, and moves it only when asked.
+func maybeSecret(a string) bool {
+	if len(a) < 20 || strings.HasPrefix(a, "-") {
+		return false
+	}
+	var lower, upper, digit bool
+	for _, r := range a {
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower = true
+		case r >= 'A' && r <= 'Z':
+			upper = true
+		case r >= '0' && r <= '9':
+			digit = true
+		case r == '_' || r == '-' || r == '.' || r == '+' || r == '=':
+		default:
+			return false // a path, a URL, a sentence
+		}
+	}
+	if !digit || !lower && !upper {
+		return false
+	}
+	// Words and version strings repeat letters; a random key rarely does.
+	seen := map[rune]bool{}
+	for _, r := range a {
+		seen[r] = true
+	}
+	return len(seen) >= 12 && !strings.Contains(a, "..")
 }
 
 // secretArgs returns the indexes of the arguments of a command line that

@@ -1,7 +1,8 @@
 // Package downstream is how Gatehouse reaches a registered MCP server: the
 // command it starts ([Command]) or the URL it posts to ([Remote]), with the
-// credentials the server's entry refers to (vault://secret/ID in an
-// environment variable or a header) resolved from the keychain, and a
+// credentials the server's entry refers to (vault://secret/ID as the whole
+// value of an environment variable, an argument, a header or the URL)
+// resolved from the keychain, and a
 // connection test ([Probe]) that starts or reaches the server and lists its
 // tools, as `gatehouse server test` and the tray app's Test connection do.
 //
@@ -13,50 +14,95 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
+	"github.com/gatehouse-dev/gatehouse/vault"
 )
 
-// Secrets resolves the secret references among KEY=VALUE pairs
-// (*vault.Vault is one): each value that is vault://secret/ID becomes the
-// secret's value, and the values resolved are returned by secret id.
+// Secrets holds the values that references name (*vault.Vault is one).
 type Secrets interface {
-	ResolveEnv(env []string) (resolved []string, values map[string]string, err error)
+	// Secret returns the value of secret id, or an error wrapping
+	// vault.ErrNotFound or vault.ErrUnavailable.
+	Secret(id string) (string, error)
+}
+
+// A resolver replaces the secret references of one registration with the
+// secrets' values, and keeps the values it resolved, by secret id.
+type resolver struct {
+	s      Secrets
+	values map[string]string
+}
+
+// resolve returns v, or the secret it refers to when it is a reference
+// (vault://secret/ID, the whole value). where names v in errors.
+func (r *resolver) resolve(v, where string) (string, error) {
+	if !strings.HasPrefix(v, "vault://") {
+		return v, nil
+	}
+	id, ok := vault.ParseRef(v)
+	if !ok {
+		return "", fmt.Errorf("%s: %q is not a reference to a secret (vault://secret/ID)", where, v)
+	}
+	val, err := r.s.Secret(id)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", where, err)
+	}
+	if r.values == nil {
+		r.values = map[string]string{}
+	}
+	r.values[id] = val
+	return val, nil
 }
 
 // Command returns how to start the stdio server srv, with the secrets its
-// environment refers to resolved, and the values resolved. An error names
-// the variable and the secret that could not be resolved (it wraps
-// vault.ErrNotFound or vault.ErrUnavailable).
+// environment and arguments refer to resolved, and the values resolved, by
+// secret id. An error names the variable or argument and the secret that
+// could not be resolved (it wraps vault.ErrNotFound or
+// vault.ErrUnavailable).
 func Command(srv store.Server, s Secrets) (gateway.Command, map[string]string, error) {
-	cmd := gateway.Command{Path: srv.Command, Args: srv.Args, Env: srv.EnvList(), Dir: srv.Cwd}
-	env, values, err := s.ResolveEnv(cmd.Env)
-	if err != nil {
-		return gateway.Command{}, nil, fmt.Errorf("cannot start server %s: %w", srv.Name, err)
+	r := &resolver{s: s}
+	cmd := gateway.Command{Path: srv.Command, Args: slices.Clone(srv.Args), Env: srv.EnvList(), Dir: srv.Cwd}
+	for i, kv := range cmd.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		v, err := r.resolve(v, "environment variable "+k)
+		if err != nil {
+			return gateway.Command{}, nil, fmt.Errorf("cannot start server %s: %w", srv.Name, err)
+		}
+		cmd.Env[i] = k + "=" + v
 	}
-	cmd.Env = env
-	return cmd, values, nil
+	for i, a := range cmd.Args {
+		a, err := r.resolve(a, fmt.Sprintf("argument %d", i+1))
+		if err != nil {
+			return gateway.Command{}, nil, fmt.Errorf("cannot start server %s: %w", srv.Name, err)
+		}
+		cmd.Args[i] = a
+	}
+	return cmd, r.values, nil
 }
 
 // Remote returns how to reach the remote server srv, with the secrets its
-// headers refer to resolved, and the values resolved.
+// URL and headers refer to resolved, and the values resolved, by secret id.
 func Remote(srv store.Server, s Secrets) (gateway.Remote, map[string]string, error) {
-	list := make([]string, 0, len(srv.Headers))
-	for k, v := range srv.Headers {
-		list = append(list, k+"="+v)
-	}
-	resolved, values, err := s.ResolveEnv(list)
+	r := &resolver{s: s}
+	u, err := r.resolve(srv.URL, "its URL")
 	if err != nil {
 		return gateway.Remote{}, nil, fmt.Errorf("cannot reach server %s: %w", srv.Name, err)
 	}
-	headers := make(map[string]string, len(resolved))
-	for _, kv := range resolved {
-		k, v, _ := strings.Cut(kv, "=")
-		headers[k] = v
+	if p, err := url.Parse(u); err != nil || p.Scheme != "http" && p.Scheme != "https" || p.Host == "" {
+		// Not quoted: it may hold a credential.
+		return gateway.Remote{}, nil, fmt.Errorf("cannot reach server %s: its URL is not an http or https address", srv.Name)
 	}
-	return gateway.Remote{URL: srv.URL, Headers: headers}, values, nil
+	headers := make(map[string]string, len(srv.Headers))
+	for k, v := range srv.Headers {
+		if headers[k], err = r.resolve(v, "header "+k); err != nil {
+			return gateway.Remote{}, nil, fmt.Errorf("cannot reach server %s: %w", srv.Name, err)
+		}
+	}
+	return gateway.Remote{URL: u, Headers: headers}, r.values, nil
 }
 
 // Probe starts the server srv (or reaches it, when remote), completes the

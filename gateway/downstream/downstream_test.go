@@ -40,21 +40,12 @@ func serve() {
 // fakeSecrets is a keychain in a map.
 type fakeSecrets map[string]string
 
-func (f fakeSecrets) ResolveEnv(env []string) ([]string, map[string]string, error) {
-	out := slices.Clone(env)
-	values := map[string]string{}
-	for i, kv := range out {
-		k, v, _ := strings.Cut(kv, "=")
-		if id, ok := vault.ParseRef(v); ok {
-			val, ok := f[id]
-			if !ok {
-				return nil, nil, fmt.Errorf("%s: secret %s: %w", k, id, vault.ErrNotFound)
-			}
-			out[i] = k + "=" + val
-			values[id] = val
-		}
+func (f fakeSecrets) Secret(id string) (string, error) {
+	v, ok := f[id]
+	if !ok {
+		return "", fmt.Errorf("secret %s: %w", id, vault.ErrNotFound)
 	}
-	return out, values, nil
+	return v, nil
 }
 
 func testServer() store.Server {
@@ -113,5 +104,43 @@ func TestProbe(t *testing.T) {
 	}
 	if _, err := Probe(ctx, testServer(), fakeSecrets{}, nil); !errors.Is(err, vault.ErrNotFound) {
 		t.Errorf("Probe with a secret missing = %v, want ErrNotFound before anything starts", err)
+	}
+}
+
+// An argument or a remote URL that is a reference is the secret's value when
+// the server starts; a value that starts like a reference but is not one is
+// refused, not passed on as it is.
+func TestArgumentsAndURLResolve(t *testing.T) {
+	secrets := fakeSecrets{"pg.arg3": "postgresql://app:pw-0123@db/app", "r.url": "https://u:pw-4567@mcp.example.com/mcp"}
+	srv := store.Server{Name: "pg", Transport: store.TransportStdio, Command: "/usr/bin/pg-mcp",
+		Args: []string{"-y", "pkg", vault.Ref("pg.arg3")}}
+	cmd, values, err := Command(srv, secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"-y", "pkg", "postgresql://app:pw-0123@db/app"}; !slices.Equal(cmd.Args, want) {
+		t.Errorf("Args = %q, want %q", cmd.Args, want)
+	}
+	if srv.Args[2] != vault.Ref("pg.arg3") {
+		t.Errorf("Command changed the registration's arguments: %q", srv.Args)
+	}
+	if values["pg.arg3"] != secrets["pg.arg3"] {
+		t.Errorf("values = %v, want the argument's value, for redaction", values)
+	}
+	srv.Args[2] = "vault://secret/"
+	if _, _, err := Command(srv, secrets); err == nil || !strings.Contains(err.Error(), "argument 3") {
+		t.Errorf("Command with a broken reference = %v, want an error naming argument 3", err)
+	}
+	remote := store.Server{Name: "r", Transport: store.TransportHTTP, URL: vault.Ref("r.url")}
+	r, values, err := Remote(remote, secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.URL != secrets["r.url"] || values["r.url"] != secrets["r.url"] {
+		t.Errorf("Remote = %+v, %v; want the URL from the keychain", r, values)
+	}
+	secrets["r.url"] = "file:///etc/passwd"
+	if _, _, err := Remote(remote, secrets); err == nil || strings.Contains(err.Error(), "passwd") {
+		t.Errorf("Remote with a non-HTTP URL = %v, want an error that does not quote it", err)
 	}
 }

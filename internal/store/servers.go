@@ -70,8 +70,11 @@ func (s *Server) Validate() error {
 			return fmt.Errorf("server %s: a stdio server has no URL or headers", s.Name)
 		}
 	case TransportHTTP:
+		// A URL that holds a credential is kept in the keychain, and the
+		// registration refers to it (vault://secret/ID); the proxy checks
+		// the URL it resolves.
 		u, err := url.Parse(s.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if !strings.HasPrefix(s.URL, "vault://secret/") && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 			return fmt.Errorf("server %s: URL %q is not an http or https address", s.Name, s.URL)
 		}
 		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != "" {
