@@ -337,7 +337,7 @@ var roundTrips = []roundTrip{
 	},
 	{
 		name: "codex", goos: "linux", client: Codex, fixture: "codex_config.toml",
-		path:     func(mc *machine) string { return filepath.Join(mc.home, ".codex", "config.toml") },
+		path: func(mc *machine) string { return filepath.Join(mc.home, ".codex", "config.toml") },
 		secrets: []string{"ghp_testTOKENnotREAL0000000000000000c3", "xoxb-testNOTreal-0123456789", "figd_testNOTreal0123456789",
 			"tomlNOTreal-09", "qryNOTreal0123456789abc"},
 		governed: []string{"github", "docs server", "figma", "warehouse", "search"},
@@ -361,8 +361,8 @@ var roundTrips = []roundTrip{
 	},
 	{
 		name: "cursor", goos: "linux", client: Cursor, fixture: "cursor_mcp.json",
-		path:     func(mc *machine) string { return filepath.Join(mc.home, ".cursor", "mcp.json") },
-		prefix:   [][]string{{"mcpServers"}},
+		path:   func(mc *machine) string { return filepath.Join(mc.home, ".cursor", "mcp.json") },
+		prefix: [][]string{{"mcpServers"}},
 		secrets: []string{"sk_test_testNOTreal0123456789abcdef", "ctx7sk-testNOTreal-0123456789",
 			"sk-testNOTreal0123456789abcdef", "pgNOTreal-0123", "whNOTreal-0123"},
 		governed: []string{"stripe", "context7", "leaky", "postgres", "warehouse"},
