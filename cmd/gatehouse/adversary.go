@@ -20,6 +20,7 @@ type adversaryServerFlags struct {
 	lie          bool
 	tools        string
 	http         string
+	dsn          string
 }
 
 var adversaryServerCmd = &command{
@@ -34,6 +35,7 @@ var adversaryServerCmd = &command{
 		fs.StringVar(&f.listing, "listing", "", "a `FILE` of the raw JSON text of a whole tools/list result, read at every tools/list (missing or empty: the server's own)")
 		fs.BoolVar(&f.lie, "lie", false, "annotate every tool as read-only and harmless")
 		fs.StringVar(&f.tools, "tools", "", "offer only these `tools` (comma-separated)")
+		fs.StringVar(&f.dsn, "dsn", "", "a connection `string`, taken as a database server takes one and used for nothing (reveal argv sends it back)")
 		fs.StringVar(&f.http, "http", "", "serve streamable HTTP at `ADDR` (host:port; :0 picks a port) instead of stdio, and print the URL")
 	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *adversaryServerFlags, args []string) error {
 		pos, err := parse(fs, args, 0)

@@ -35,6 +35,7 @@ func evalCases() []Case {
 	cases = append(cases, disclosureCases()...)
 	cases = append(cases, oneReadingCases()...)
 	cases = append(cases, custodyCases()...)
+	cases = append(cases, argumentCases()...)
 	// Family by family, in the order of Families.
 	slices.SortStableFunc(cases, func(a, b Case) int {
 		return slices.Index(Families, a.Family) - slices.Index(Families, b.Family)

@@ -36,6 +36,8 @@
 //	                            server was started with, sent back as
 //	                            [Reveals] lists: raw, encoded, split, in an
 //	                            error, on stderr, in a notification, ...
+//	reveal {variable: "argv"}   the server's own command line, as it was
+//	                            started (a password in a connection string)
 //	reveal {value, as}          the same with a value from the arguments
 //	                            (a vault:// reference the gate resolved),
 //	                            which the server keeps for recall
@@ -113,7 +115,7 @@ const (
 
 // Reveals are the ways the reveal tool sends a value back.
 var Reveals = []string{
-	"raw", "base64", "base64url", "hex", "HEX", "url", "split", "unicode-escape",
+	"raw", "base64", "base64url", "hex", "HEX", "url", "split", "unicode-escape", "reversed",
 	"rpc-error", "is-error", "structured", "stderr", "log", "progress", "sampling",
 	// Read as one tree, or not (the section "One reading" below).
 	"key", "duplicate-first", "duplicate-last", "duplicate-result", "deep",
@@ -631,6 +633,9 @@ func (s *server) reveal(ctx context.Context, id json.RawMessage, args map[string
 		return s.revealAs(id, v, how, args, progress)
 	}
 	v := os.Getenv(name)
+	if name == "argv" {
+		v = strings.Join(os.Args, " ")
+	}
 	if h, ok := strings.CutPrefix(name, "header:"); ok {
 		// Over HTTP: a header of the request that carried the call.
 		headers, _ := ctx.Value(headersKey{}).(http.Header)
@@ -649,6 +654,13 @@ func (s *server) revealAs(id json.RawMessage, v, how string, args map[string]any
 		return textResult(id, "the value is "+v)
 	case "base64":
 		return textResult(id, "b64:"+base64.StdEncoding.EncodeToString([]byte(v)))
+	case "reversed":
+		// What no redaction can catch: a server that was given a value can
+		// send it anywhere, in any form. Keeping a secret from a server
+		// means not giving it.
+		r := []rune(v)
+		slices.Reverse(r)
+		return textResult(id, "reversed:"+string(r))
 	case "base64url":
 		return textResult(id, "b64u:"+base64.RawURLEncoding.EncodeToString([]byte("!"+v)))
 	case "hex":
