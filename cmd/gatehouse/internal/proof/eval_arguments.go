@@ -119,6 +119,7 @@ func argumentCases() []Case {
 				return nil
 			},
 		},
+		machineCase(),
 	}
 }
 
@@ -155,4 +156,168 @@ func reversed(s string) string {
 	r := []rune(s)
 	slices.Reverse(r)
 	return string(r)
+}
+
+// machineCase governs the MCP clients of a realistic machine, runs a
+// session, exports, and undoes.
+func machineCase() Case {
+	return Case{
+		Family: SecretLeakage, Name: "a messy machine governed, used, exported and undone",
+		Claim: "after governing Claude Desktop (a database URL with a password), ~/.claude.json (forty projects with tokens in env, headers and a URL's query), Cursor and Codex, using a server and exporting, no secret is in any file of the home or any governed config in any encoding looked for; undo gives back every file byte for byte",
+		Run: func(ctx context.Context, t *T) error {
+			l, err := t.Lab()
+			if err != nil {
+				return err
+			}
+			user := filepath.Join(l.Dir, "user")
+			adv := func(args ...string) []string {
+				return append([]string{adversary.Command, "--record", l.Record}, args...)
+			}
+			var secrets []string
+			secret := func() string {
+				s := newSecret()
+				secrets = append(secrets, s)
+				return s
+			}
+			files := map[string][]byte{}
+			put := func(rel string, v any) error {
+				data := []byte(mustJSON(v) + "\n")
+				if s, ok := v.(string); ok {
+					data = []byte(s)
+				}
+				path := filepath.Join(user, rel)
+				if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+					return err
+				}
+				files[path] = data
+				return os.WriteFile(path, data, 0o600)
+			}
+			dbPassword, ghToken := secret(), secret()
+			if err := put(".config/Claude/claude_desktop_config.json", map[string]any{
+				"mcpServers": map[string]any{
+					"postgres": map[string]any{"command": l.Bin, "args": adv("--dsn", "postgresql://app:"+dbPassword+"@db.internal/app")},
+					"github":   map[string]any{"command": l.Bin, "args": adv(), "env": map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": ghToken}},
+				},
+				"preferences": map[string]any{"menuBarEnabled": true},
+			}); err != nil {
+				return err
+			}
+			projects := map[string]any{}
+			for i := range 40 {
+				dir := filepath.Join(user, "src", fmt.Sprintf("app-%02d", i))
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					return err
+				}
+				servers := map[string]any{
+					"tools": map[string]any{"type": "stdio", "command": l.Bin, "args": adv(), "env": map[string]string{"API_KEY": secret(), "LOG_LEVEL": "debug"}},
+				}
+				if i%4 == 0 {
+					servers["remote"] = map[string]any{"type": "http", "url": "https://mcp.example.com/mcp", "headers": map[string]string{"Authorization": "Bearer " + secret()}}
+				}
+				if i%10 == 0 {
+					servers["search"] = map[string]any{"type": "http", "url": "https://search.example.com/mcp?api_key=" + secret()}
+				}
+				projects[dir] = map[string]any{"allowedTools": []string{}, "mcpServers": servers, "hasTrustDialogAccepted": true}
+			}
+			if err := put(".claude.json", map[string]any{"numStartups": 12, "mcpServers": map[string]any{}, "projects": projects}); err != nil {
+				return err
+			}
+			if err := put(".cursor/mcp.json", map[string]any{"mcpServers": map[string]any{
+				"leaky": map[string]any{"command": l.Bin, "args": adv("--dsn", "--api-key="+secret())},
+			}}); err != nil {
+				return err
+			}
+			if err := put(".codex/config.toml", fmt.Sprintf("model = \"gpt-5\"\n\n[mcp_servers.warehouse]\ncommand = %q\nargs = [%q, \"--record\", %q, \"--dsn\", 'mysql://app:%s@db/app']\n",
+				l.Bin, adversary.Command, l.Record, secret())); err != nil {
+				return err
+			}
+			if out, err := l.asUser(ctx, "clients", "govern"); err != nil && !strings.Contains(out, "governed through") {
+				return err
+			}
+			list, _, err := l.Gatehouse(ctx, "", "server", "list")
+			if err != nil {
+				return err
+			}
+			// 2 + 40 + 10 + 4 + 1 + 1 entries, each its own server.
+			if n := strings.Count(strings.TrimSpace(list), "\n"); n < 58 {
+				return fmt.Errorf("governing registered %d servers, want 58: %.500s", n, list)
+			}
+			for path := range files {
+				data, err := os.ReadFile(path)
+				if err != nil {
+					return err
+				}
+				for _, s := range secrets {
+					if f := leaked(s, data); f != "" {
+						return fmt.Errorf("%s still holds a secret (%s) after governing", path, f)
+					}
+				}
+			}
+			// Use two of the servers: their secrets reach them, and what the
+			// client sees is redacted.
+			if err := l.Policy(ctx, "mcp.postgres.reveal", "ALLOW"); err != nil {
+				return err
+			}
+			if err := l.Policy(ctx, "mcp.github.reveal", "ALLOW"); err != nil {
+				return err
+			}
+			for server, variable := range map[string]string{"postgres": "argv", "github": "GITHUB_PERSONAL_ACCESS_TOKEN"} {
+				s, err := l.Connect(ctx, server)
+				if err != nil {
+					return err
+				}
+				for _, how := range []string{"raw", "base64", "hex", "url"} {
+					if _, err := s.CallTool(ctx, "reveal", map[string]any{"variable": variable, "as": how}); err != nil {
+						return err
+					}
+				}
+				if err := s.Close(); err != nil {
+					return fmt.Errorf("proxy exit: %w", err)
+				}
+				for _, v := range []string{dbPassword, ghToken} {
+					if f := leaked(v, s.Received()); f != "" {
+						return fmt.Errorf("the client of %s received a secret (%s)", server, f)
+					}
+				}
+			}
+			if err := os.Mkdir(filepath.Join(l.Home, "exports"), 0o700); err != nil {
+				return err
+			}
+			if err := l.Must(ctx, "export", "--out", filepath.Join(l.Home, "exports", "bundle")); err != nil {
+				return err
+			}
+			inHome := func(when string) error {
+				return filepath.WalkDir(l.Home, func(path string, d os.DirEntry, err error) error {
+					if err != nil || d.IsDir() {
+						return err
+					}
+					data, err := os.ReadFile(path)
+					if err != nil {
+						return err
+					}
+					for _, s := range secrets {
+						if f := leaked(s, data); f != "" {
+							rel, _ := filepath.Rel(l.Home, path)
+							return fmt.Errorf("%s: the home's %s holds a secret (%s)", when, rel, f)
+						}
+					}
+					return nil
+				})
+			}
+			if err := inHome("after governing, two sessions and an export"); err != nil {
+				return err
+			}
+			if _, err := l.asUser(ctx, "clients", "undo"); err != nil {
+				return err
+			}
+			for path, want := range files {
+				if got, err := os.ReadFile(path); err != nil {
+					return err
+				} else if !bytes.Equal(got, want) {
+					return fmt.Errorf("undo did not give back %s byte for byte", path)
+				}
+			}
+			return inHome("after undo")
+		},
+	}
 }
