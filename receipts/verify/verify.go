@@ -101,6 +101,13 @@ type Options struct {
 	// Since is the checkpoint file of an earlier export: the bundle's log
 	// must extend it. A log truncated or rewritten since fails this.
 	Since []byte
+	// Witnesses are the witnesses the auditor trusts: a cosignature of the
+	// checkpoint by one of them must verify, and counts; one by a witness
+	// not named is reported and ignored.
+	Witnesses []entry.WitnessKey
+	// WitnessesRequired is how many of Witnesses must have cosigned the
+	// checkpoint; fewer fails the witnesses check.
+	WitnessesRequired int
 }
 
 // Bundle verifies the bundle in fsys and reports each check. It returns an
@@ -118,6 +125,7 @@ func Bundle(ctx context.Context, fsys fs.FS, opts *Options) (*Report, error) {
 	}
 	v.finishKeys()
 	v.finishCheckpoint()
+	v.finishWitnesses()
 	v.finishTree()
 	v.finishConsistency()
 	v.finishLinkage()
@@ -1881,6 +1889,7 @@ func (v *verifier) finishReport() {
 			c.Status = OK
 		}
 	}
+	v.report.Assurance = v.assurance()
 }
 
 func plural(n int, one, many string) string {
