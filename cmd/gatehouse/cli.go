@@ -72,6 +72,7 @@ func init() {
 		approvalsCmd, pauseCmd, resumeCmd,
 		clientsGovernCmd, clientsUndoCmd, clientsCmd,
 		exportCmd, verifyCmd,
+		witnessServeCmd, witnessAddLogCmd, witnessLogsCmd, witnessesAddCmd, witnessesListCmd, witnessesRemoveCmd,
 		// history show before history: lookup takes the first match.
 		historyShowCmd, historyCmd, eraseCmd,
 		policyShowCmd, policySetCmd, policyBudgetCmd, policyRemoveCmd, policyImportCmd, policyExportCmd, policyExplainCmd,

@@ -108,6 +108,9 @@ type Options struct {
 // its name is part of its verifier key, which log owners hold.
 var ErrName = errors.New("the witness has another name")
 
+// ErrUnnamed is returned by [Open] for a new witness without a name.
+var ErrUnnamed = errors.New("a new witness needs a name")
+
 // Open opens the witness kept in m's database, with its signing key and
 // its name (the note name of its cosignatures). On first use name is
 // required and kept; afterwards "" means the name kept, and another name is
@@ -128,7 +131,7 @@ func Open(ctx context.Context, m Migrator, key ed25519.PrivateKey, name string, 
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if name == "" {
-			return nil, errors.New("open witness: a new witness needs a name")
+			return nil, fmt.Errorf("open witness: %w", ErrUnnamed)
 		}
 		if err := validName(name); err != nil {
 			return nil, fmt.Errorf("open witness: %w", err)
