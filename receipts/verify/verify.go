@@ -53,6 +53,13 @@
 //     did not keep it (over the log's size cap).
 //   - erasures: every erasure entry names commitments its entries made, and
 //     what it erased is gone; erasures are listed as such.
+//   - witnesses (only for a bundle with cosignatures, or witnesses named in
+//     [Options]): every cosignature of the checkpoint by a witness named
+//     verifies (cosignature/v1), and enough of them cosigned; others are
+//     reported and ignored.
+//
+// The report ends with the assurance reached ([Report.Assurance]): signed
+// by the log; key pinned; witnessed by N of the M witnesses named.
 //
 // # What it cannot tell
 //
