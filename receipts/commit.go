@@ -138,6 +138,9 @@ func (c *committer) commit(batch []*job) {
 		}
 		return nil
 	})
+	if err == nil && c.l.appended != nil {
+		c.l.appended()
+	}
 	for _, j := range batch {
 		if err != nil && j.err == nil {
 			j.e, j.err = nil, fmt.Errorf("commit: %w", err)

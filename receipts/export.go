@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -78,6 +79,32 @@ type ExportOptions struct {
 	// Generator names the program in the manifest and the report;
 	// "gatehouse" if empty.
 	Generator string
+	// Witnesses are asked, during the export, to cosign its checkpoint.
+	// The bundle carries what they answer, and the cosignatures of the same
+	// checkpoint the log kept from earlier submissions; a witness that does
+	// not answer in time or refuses is reported in [Exported.Witnessed],
+	// and the export goes on without it.
+	Witnesses []Cosigner
+	// WitnessTimeout bounds the wait for the witnesses; 0 means 10 s.
+	WitnessTimeout time.Duration
+}
+
+// A Cosigner is a witness an export asks to cosign its checkpoint
+// (package witness makes one from a witness's URL and key).
+type Cosigner interface {
+	// Key is the witness's verifier key.
+	Key() string
+	// Cosign submits checkpoint, a signed note of size entries, and
+	// returns the witness's cosignature line and its time. prove returns
+	// a consistency proof from an earlier size to size.
+	Cosign(ctx context.Context, checkpoint []byte, size int64, prove func(old int64) (tlog.TreeProof, error)) (string, time.Time, error)
+}
+
+// A WitnessAnswer is how one witness answered an export.
+type WitnessAnswer struct {
+	Witness string // its verifier key
+	Err     error  // nil: the bundle carries its cosignature
+	Kept    bool   // it did not answer, and the bundle carries the cosignature the log kept
 }
 
 // ErrInconsistent is returned when the log does not extend the earlier
@@ -92,6 +119,7 @@ type Exported struct {
 	Manifest   verify.Manifest
 	Checkpoint entry.Checkpoint
 	FirstKey   string // the log's first key: the one auditors pin
+	Witnessed  []WitnessAnswer
 }
 
 // Export writes a bundle of the entries opts.Filter chooses to out: a new
@@ -171,6 +199,9 @@ type bundleWriter struct {
 	hashes   tlog.HashReader
 	root     tlog.Hash
 
+	checkpoint []byte // the signed checkpoint
+	witnessed  []WitnessAnswer
+
 	files    map[string]string // name -> digest
 	keys     []keyRow
 	summary  reportSummary
@@ -208,7 +239,7 @@ func (l *Log) writeBundle(ctx context.Context, dir string, opts *ExportOptions) 
 	}
 	// The keys first, and the earlier checkpoint checked against them,
 	// before anything else is written.
-	steps := []func() error{w.readKeys, w.writeConsistency, w.writeEntries, w.writePayloads, w.writeKeys, w.writeCheckpoint, w.writeReport, w.writeManifest}
+	steps := []func() error{w.readKeys, w.writeConsistency, w.writeEntries, w.writePayloads, w.writeKeys, w.writeCheckpoint, w.writeCosignatures, w.writeReport, w.writeManifest}
 	for _, step := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -221,7 +252,8 @@ func (l *Log) writeBundle(ctx context.Context, dir string, opts *ExportOptions) 
 	if len(w.keys) > 0 {
 		first = w.keys[0].ID
 	}
-	return &Exported{Manifest: w.manifest, Checkpoint: entry.Checkpoint{Log: l.id, Size: w.size, Hash: w.root}, FirstKey: first}, nil
+	return &Exported{Manifest: w.manifest, Checkpoint: entry.Checkpoint{Log: l.id, Size: w.size, Hash: w.root}, FirstKey: first,
+		Witnessed: w.witnessed}, nil
 }
 
 // choose decides which entries the bundle holds.
@@ -783,7 +815,68 @@ func (w *bundleWriter) writeCheckpoint() error {
 	if err != nil {
 		return fmt.Errorf("sign checkpoint: %w", err)
 	}
+	w.checkpoint = signed
 	return w.writeBytes(verify.FileCheckpoint, signed)
+}
+
+// writeCosignatures asks the witnesses to cosign the checkpoint, with
+// consistency proofs from the export's snapshot, and writes what they
+// answer, and the cosignatures the log kept of the same checkpoint from
+// witnesses that did not answer, to the cosignatures file: one signature
+// line each. No cosignature, no file.
+func (w *bundleWriter) writeCosignatures() error {
+	kept, err := w.l.cosignaturesTx(w.ctx, w.tx, w.size, w.root)
+	if err != nil {
+		return err
+	}
+	lines := map[string]string{} // by witness
+	w.witnessed = make([]WitnessAnswer, len(w.opts.Witnesses))
+	if len(w.opts.Witnesses) > 0 {
+		timeout := w.opts.WitnessTimeout
+		if timeout == 0 {
+			timeout = 10 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(w.ctx, timeout)
+		defer cancel()
+		// The proofs read the export's snapshot, one witness at a time: a
+		// transaction is one connection.
+		var proving sync.Mutex
+		prove := func(old int64) (tlog.TreeProof, error) {
+			proving.Lock()
+			defer proving.Unlock()
+			return tlog.ProveTree(w.size, old, w.hashes)
+		}
+		var wg sync.WaitGroup
+		got := make([]string, len(w.opts.Witnesses))
+		for i, c := range w.opts.Witnesses {
+			w.witnessed[i].Witness = c.Key()
+			wg.Go(func() {
+				got[i], _, w.witnessed[i].Err = c.Cosign(ctx, w.checkpoint, w.size, prove)
+			})
+		}
+		wg.Wait()
+		for i, a := range w.witnessed {
+			if a.Err == nil {
+				lines[a.Witness] = got[i]
+			} else if k, ok := kept[a.Witness]; ok {
+				lines[a.Witness] = k
+				w.witnessed[i].Kept = true
+			}
+		}
+	}
+	for wk, line := range kept {
+		if _, ok := lines[wk]; !ok {
+			lines[wk] = line
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, wk := range slices.Sorted(maps.Keys(lines)) {
+		b.WriteString(lines[wk])
+	}
+	return w.writeBytes(verify.FileCosignatures, []byte(b.String()))
 }
 
 // logPublicKeys returns the public keys the log announces before the

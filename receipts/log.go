@@ -74,6 +74,8 @@ type Log struct {
 	keyID   string                             // guarded by keyMu
 	loadKey func() (ed25519.PrivateKey, error) // see FollowKeys; guarded by keyMu
 
+	appended func() // see OnAppend; set before the first append
+
 	// writes is the lock of the home folder's file that every write
 	// transaction of the log holds (nil when the database has no home
 	// folder): see inTx.
@@ -701,4 +703,7 @@ var migrations = []string{
 	// NULL for a payload kept.
 	`ALTER TABLE payloads ADD COLUMN not_kept_size INTEGER;
 	ALTER TABLE payloads ADD COLUMN not_kept_cap INTEGER`,
+	// 6: witnesses' cosignatures of the log's checkpoints (cosign.go), and
+	// how each witness last answered.
+	cosignMigration,
 }

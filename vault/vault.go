@@ -174,8 +174,40 @@ func (v *Vault) RotateSigningKey(announce func(next ed25519.PrivateKey) error) (
 	return k, nil
 }
 
-func (v *Vault) loadSigningKey() (ed25519.PrivateKey, error) {
-	s, err := v.get(signingKeyUser)
+const witnessKeyUser = "witness-key"
+
+// WitnessKey returns the key this home cosigns other logs' checkpoints
+// with when it runs a witness (gatehouse witness serve), creating it in the
+// keychain on first use. It is not the evidence log's signing key: a
+// witness's key vouches for others' logs, never for its own.
+func (v *Vault) WitnessKey() (ed25519.PrivateKey, error) {
+	k, err := v.loadKey(witnessKeyUser)
+	if !errors.Is(err, ErrNotFound) {
+		return k, err
+	}
+	unlock, err := v.lockKey()
+	if err != nil {
+		return nil, fmt.Errorf("create witness key: %w", err)
+	}
+	defer unlock()
+	if k, err := v.loadKey(witnessKeyUser); !errors.Is(err, ErrNotFound) {
+		return k, err
+	}
+	_, k, err = ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("create witness key: %w", err)
+	}
+	b, _ := json.Marshal(storedKey{Seed: base64.StdEncoding.EncodeToString(k.Seed())})
+	if err := v.set(witnessKeyUser, string(b)); err != nil {
+		return nil, err
+	}
+	return v.loadKey(witnessKeyUser)
+}
+
+func (v *Vault) loadSigningKey() (ed25519.PrivateKey, error) { return v.loadKey(signingKeyUser) }
+
+func (v *Vault) loadKey(user string) (ed25519.PrivateKey, error) {
+	s, err := v.get(user)
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +217,9 @@ func (v *Vault) loadSigningKey() (ed25519.PrivateKey, error) {
 		seed, derr = base64.StdEncoding.DecodeString(sk.Seed)
 	}
 	if derr != nil || len(seed) != ed25519.SeedSize {
+		if user == witnessKeyUser {
+			return nil, fmt.Errorf("witness key in the keychain (service %q) is damaged", v.service)
+		}
 		return nil, fmt.Errorf("signing key in the keychain (service %q) is damaged; rotate it with: gatehouse keys rotate", v.service)
 	}
 	return ed25519.NewKeyFromSeed(seed), nil

@@ -120,3 +120,33 @@ func TestSecretLimits(t *testing.T) {
 		})
 	}
 }
+
+// A witness's key is its own: created once in the keychain, loaded after,
+// never the log's signing key, and left alone by a rotation of that key.
+func TestWitnessKey(t *testing.T) {
+	v := testVault(t)
+	w1, err := v.WitnessKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := New(&Options{Service: v.service}).WitnessKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(w1, w2) {
+		t.Error("a second vault on the same service created another witness key instead of loading the first")
+	}
+	s, err := v.SigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(s, w1) {
+		t.Error("the witness key is the log's signing key")
+	}
+	if _, err := v.RotateSigningKey(nil); err != nil {
+		t.Fatal(err)
+	}
+	if w3, _ := v.WitnessKey(); !bytes.Equal(w3, w1) {
+		t.Error("a rotation of the signing key changed the witness key")
+	}
+}

@@ -72,6 +72,7 @@ func init() {
 		approvalsCmd, pauseCmd, resumeCmd,
 		clientsGovernCmd, clientsUndoCmd, clientsCmd,
 		exportCmd, verifyCmd,
+		witnessServeCmd, witnessAddLogCmd, witnessLogsCmd, witnessesAddCmd, witnessesListCmd, witnessesRemoveCmd,
 		// history show before history: lookup takes the first match.
 		historyShowCmd, historyCmd, eraseCmd,
 		policyShowCmd, policySetCmd, policyBudgetCmd, policyRemoveCmd, policyImportCmd, policyExportCmd, policyExplainCmd,
@@ -173,6 +174,10 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 	}
 	cmd, rest := lookup(args)
 	if cmd == nil {
+		if subs := subcommands(args[0]); len(subs) > 0 && len(args) > 1 && slices.Contains([]string{"-h", "-help", "--help"}, args[1]) {
+			c.printGroupHelp(c.stdout, args[0])
+			return nil
+		}
 		if subs := subcommands(args[0]); len(subs) > 0 {
 			return usagef("%s: unknown or missing subcommand %q (%s)", args[0], strings.Join(args[1:], " "), strings.Join(subs, ", "))
 		}
@@ -314,6 +319,28 @@ Global flags (before or after the command):
 
 Run 'gatehouse COMMAND --help' for details of one command.
 `)
+}
+
+// groupHelp is what a group of commands is about, for 'gatehouse GROUP
+// --help'; a group without one lists its commands alone.
+var groupHelp = map[string]string{
+	"witness":   witnessHelp + "\n\nThese commands run a witness for other people's logs.",
+	"witnesses": witnessHelp + "\n\nThese commands choose the witnesses of this home's log.",
+}
+
+// printGroupHelp prints the commands whose first word is group.
+func (c *cli) printGroupHelp(w io.Writer, group string) {
+	fmt.Fprintf(w, "Usage: gatehouse %s COMMAND [ARGUMENTS]\n", group)
+	if h := groupHelp[group]; h != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(h))
+	}
+	fmt.Fprintln(w, "\nCommands:")
+	for _, cmd := range commands {
+		if first, _, _ := strings.Cut(cmd.name, " "); first == group && !cmd.hidden {
+			fmt.Fprintf(w, "  %-18s %s\n", cmd.name, cmd.summary)
+		}
+	}
+	fmt.Fprintf(w, "\nRun 'gatehouse %s COMMAND --help' for details of one command.\n", group)
 }
 
 func (c *cli) printCommandHelp(w io.Writer, cmd *command, fs *flag.FlagSet) {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -74,6 +75,12 @@ Keep each bundle's checkpoint file: with --since-checkpoint it, the next
 export proves that the log still extends it (nothing was removed or
 rewritten in between), and the export fails if it does not.
 
+With witnesses configured ('gatehouse witnesses add'), the export asks each
+to cosign its checkpoint (waiting up to 10 seconds) and puts what they
+answer in the bundle's cosignatures file, with any cosignature of the same
+checkpoint the log already kept; it says which witnesses answered. A
+witness that is down or refuses is reported, and the export goes on.
+
 The bundle is readable by you alone: it holds arguments and results
 (leave them out with --no-payloads).`,
 	flags: flagged(func(fs *flag.FlagSet, f *exportFlags) {
@@ -117,6 +124,10 @@ func runExport(ctx context.Context, c *cli, flags *flag.FlagSet, f *exportFlags,
 		return err
 	}
 	defer st.Close()
+	clients := witnessClients(ctx, st, slog.New(slog.DiscardHandler))
+	for _, wc := range clients {
+		opts.Witnesses = append(opts.Witnesses, wc.Cosigner())
+	}
 	x, err := l.Export(ctx, out, opts)
 	switch {
 	case errors.Is(err, fs.ErrExist):
@@ -144,12 +155,26 @@ func runExport(ctx context.Context, c *cli, flags *flag.FlagSet, f *exportFlags,
 		fmt.Fprintf(c.stderr, "gatehouse export: the log extends the earlier checkpoint of %d entries\n", m.Since.Size)
 	}
 
+	var vopts verify.Options
+	for i, a := range x.Witnessed {
+		wc := clients[i]
+		vopts.Witnesses = append(vopts.Witnesses, wc.Key)
+		switch {
+		case a.Err == nil:
+			fmt.Fprintf(c.stderr, "gatehouse export: witness %s cosigned the checkpoint\n", wc.Key.Name)
+		case a.Kept:
+			fmt.Fprintf(c.stderr, "gatehouse export: witness %s did not answer (%v); the bundle carries the cosignature it gave this checkpoint earlier\n", wc.Key.Name, a.Err)
+		default:
+			fmt.Fprintf(c.stderr, "gatehouse export: witness %s did not cosign: %v\n", wc.Key.Name, a.Err)
+		}
+	}
+
 	// Check what was written, as an auditor will.
 	bundle, err := verify.Open(out)
 	if err != nil {
 		return err
 	}
-	report, err := verify.Bundle(ctx, bundle, nil)
+	report, err := verify.Bundle(ctx, bundle, &vopts)
 	if err != nil {
 		return err
 	}

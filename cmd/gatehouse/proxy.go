@@ -200,6 +200,9 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 	// the key this proxy holds: it signs on with the new one, from the
 	// keychain.
 	l.FollowKeys(vaultFor(st).SigningKey)
+	// Witnesses cosign the log's checkpoints in the background: a call
+	// never waits for one.
+	startWitnessing(ctx, st, l, log)
 	policies, err := policy.Open(ctx, st, &policy.Options{Recorder: policyRecorder(l)})
 	if err != nil {
 		return nil, err

@@ -10,19 +10,36 @@ import (
 	"os"
 	"regexp"
 
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 	"github.com/gatehouse-dev/gatehouse/receipts/verify"
 )
 
 // verifyFlags are the flags of gatehouse verify.
 type verifyFlags struct {
-	pinKey          string
-	sinceCheckpoint string
-	json            bool
+	pinKey            string
+	sinceCheckpoint   string
+	witnesses         witnessKeys
+	witnessesRequired int
+	json              bool
+}
+
+// witnessKeys is the repeatable --witness flag.
+type witnessKeys []entry.WitnessKey
+
+func (w *witnessKeys) String() string { return "" }
+
+func (w *witnessKeys) Set(vkey string) error {
+	k, err := entry.ParseWitnessKey(vkey)
+	if err != nil {
+		return err
+	}
+	*w = append(*w, k)
+	return nil
 }
 
 var verifyCmd = &command{
 	name:    "verify",
-	usage:   "[--pin-key KID|FILE] [--since-checkpoint FILE] [--json] PATH",
+	usage:   "[--pin-key KID|FILE] [--since-checkpoint FILE] [--witness VKEY]... [--witnesses-required N] [--json] PATH",
 	summary: "check an evidence bundle offline, and report each check",
 	help: `
 Checks the bundle at PATH (a folder or .tar.gz that 'gatehouse export'
@@ -41,10 +58,22 @@ keys export-public', or keys.jwks.json of an export you trust), and give
 the checkpoint of the previous export (--since-checkpoint): a log
 truncated, rewritten or signed again with a fresh key fails one of them.
 
+Name the witnesses you trust with --witness (their verifier keys,
+name+hash+key, as 'gatehouse witness serve' prints them): each
+cosignature of the bundle's checkpoint by one of them must verify, and
+cosignatures by others are reported and ignored. With witnesses named, at
+least one of them must have cosigned (--witnesses-required says how many;
+0 only reports). A cosigned checkpoint is one the witness checked against
+every checkpoint of the log it cosigned before: the owner did not show it
+a different or rewritten log. The report ends with the assurance reached:
+signed by the log; key pinned; witnessed by N of the M witnesses named.
+
 docs/evidence.md specifies the format, for a verifier of your own.`,
 	flags: flagged(func(fs *flag.FlagSet, f *verifyFlags) {
 		fs.StringVar(&f.pinKey, "pin-key", "", "trust only a log whose first key is `KID` (16 hex digits), or the first key of the public key FILE (JWKS, JWK, PEM or base64)")
 		fs.StringVar(&f.sinceCheckpoint, "since-checkpoint", "", "the checkpoint `FILE` of an earlier export, which the log must extend")
+		fs.Var(&f.witnesses, "witness", "a witness's verifier key `VKEY` whose cosignature counts (repeatable)")
+		fs.IntVar(&f.witnessesRequired, "witnesses-required", -1, "how many of the witnesses named must have cosigned (`N`; default 1 when any is named)")
 		fs.BoolVar(&f.json, "json", false, "print the report as JSON")
 	}, runVerify),
 }
@@ -69,6 +98,15 @@ func runVerify(ctx context.Context, c *cli, flags *flag.FlagSet, f *verifyFlags,
 		if opts.Since, err = os.ReadFile(name); err != nil {
 			return fmt.Errorf("verify: %w", err)
 		}
+	}
+	opts.Witnesses = f.witnesses
+	switch n := f.witnessesRequired; {
+	case n < 0 && len(f.witnesses) > 0:
+		opts.WitnessesRequired = 1
+	case n > len(f.witnesses):
+		return usagef("verify: --witnesses-required %d, but %d %s named with --witness", n, len(f.witnesses), plural(len(f.witnesses), "witness is", "witnesses are"))
+	case n > 0:
+		opts.WitnessesRequired = n
 	}
 	bundle, err := verify.Open(pos[0])
 	if err != nil {

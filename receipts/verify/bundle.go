@@ -23,21 +23,22 @@ import (
 // The files of a bundle. Every one but the manifest is listed, with its
 // SHA-256, in the signed manifest.
 const (
-	FileManifest    = "manifest.json"    // what the bundle holds, signed
-	FileEntries     = "entries.jsonl"    // the entries, one per line, as signed and stored
-	FilePayloads    = "payloads.jsonl"   // arguments and results, or their tombstones
-	FileProofs      = "proofs.jsonl"     // per entry: inclusion and prior-tree proofs (partial bundles)
-	FileKeys        = "keys.jwks.json"   // the log's public keys, as a JWK Set
-	FileCheckpoint  = "checkpoint"       // the signed checkpoint the proofs lead to
-	FileConsistency = "consistency.json" // proof from an earlier checkpoint (--since-checkpoint)
-	FileCSV         = "entries.csv"      // a view for spreadsheets
-	FileReport      = "report.html"      // a view for people
+	FileManifest     = "manifest.json"    // what the bundle holds, signed
+	FileEntries      = "entries.jsonl"    // the entries, one per line, as signed and stored
+	FilePayloads     = "payloads.jsonl"   // arguments and results, or their tombstones
+	FileProofs       = "proofs.jsonl"     // per entry: inclusion and prior-tree proofs (partial bundles)
+	FileKeys         = "keys.jwks.json"   // the log's public keys, as a JWK Set
+	FileCheckpoint   = "checkpoint"       // the signed checkpoint the proofs lead to
+	FileConsistency  = "consistency.json" // proof from an earlier checkpoint (--since-checkpoint)
+	FileCosignatures = "cosignatures"     // witnesses' cosignatures of the checkpoint
+	FileCSV          = "entries.csv"      // a view for spreadsheets
+	FileReport       = "report.html"      // a view for people
 )
 
 // knownFiles are the files a bundle may hold, in the order they are listed.
 var knownFiles = []string{
 	FileManifest, FileEntries, FilePayloads, FileProofs, FileKeys,
-	FileCheckpoint, FileConsistency, FileCSV, FileReport,
+	FileCheckpoint, FileConsistency, FileCosignatures, FileCSV, FileReport,
 }
 
 // Format and ManifestVersion identify a bundle's manifest.

@@ -22,6 +22,9 @@ const (
 	CheckLinkage     = "receipts and outcomes" // every outcome follows the receipt that allowed its call
 	CheckPayloads    = "payloads"              // arguments and results match their commitments
 	CheckErasures    = "erasures"              // every tombstone is covered by an erasure entry, and the reverse
+	// CheckWitnesses is reported only for a bundle with cosignatures, or
+	// when the auditor names witnesses.
+	CheckWitnesses = "witnesses" // the named witnesses' cosignatures of the checkpoint
 )
 
 var checkOrder = []string{
@@ -54,7 +57,15 @@ type Report struct {
 	Filters    string    `json:"filters"`            // from the manifest
 	Erasures   []Erasure `json:"erasures"`           // payloads erased, and by which entry
 	NotKept    []NotKept `json:"not_kept,omitempty"` // payloads the log did not keep, as their entries signed
-	Checks     []*Check  `json:"checks"`
+	// WitnessesNamed is how many witnesses the auditor named; Witnessed,
+	// those of them whose cosignature of the checkpoint verifies.
+	WitnessesNamed int         `json:"witnesses_named,omitempty"`
+	Witnessed      []Witnessed `json:"witnessed,omitempty"`
+	// Assurance says what the checks show of the checkpoint: "signed by
+	// the log", then ", key pinned", then ", witnessed by N of the M
+	// witnesses named"; "none: verification failed" when a check failed.
+	Assurance string   `json:"assurance"`
+	Checks    []*Check `json:"checks"`
 }
 
 // A Check is one row of the report.
@@ -201,6 +212,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s\n", n)
 		}
 	}
+	fmt.Fprintf(&b, "\nassurance: %s\n", r.Assurance)
 	failed := r.Failed()
 	if len(failed) == 0 {
 		fmt.Fprintf(&b, "\nresult: ok (%d checks)\n", len(r.Checks))

@@ -53,6 +53,13 @@
 //     did not keep it (over the log's size cap).
 //   - erasures: every erasure entry names commitments its entries made, and
 //     what it erased is gone; erasures are listed as such.
+//   - witnesses (only for a bundle with cosignatures, or witnesses named in
+//     [Options]): every cosignature of the checkpoint by a witness named
+//     verifies (cosignature/v1), and enough of them cosigned; others are
+//     reported and ignored.
+//
+// The report ends with the assurance reached ([Report.Assurance]): signed
+// by the log; key pinned; witnessed by N of the M witnesses named.
 //
 // # What it cannot tell
 //
@@ -101,6 +108,13 @@ type Options struct {
 	// Since is the checkpoint file of an earlier export: the bundle's log
 	// must extend it. A log truncated or rewritten since fails this.
 	Since []byte
+	// Witnesses are the witnesses the auditor trusts: a cosignature of the
+	// checkpoint by one of them must verify, and counts; one by a witness
+	// not named is reported and ignored.
+	Witnesses []entry.WitnessKey
+	// WitnessesRequired is how many of Witnesses must have cosigned the
+	// checkpoint; fewer fails the witnesses check.
+	WitnessesRequired int
 }
 
 // Bundle verifies the bundle in fsys and reports each check. It returns an
@@ -118,6 +132,7 @@ func Bundle(ctx context.Context, fsys fs.FS, opts *Options) (*Report, error) {
 	}
 	v.finishKeys()
 	v.finishCheckpoint()
+	v.finishWitnesses()
 	v.finishTree()
 	v.finishConsistency()
 	v.finishLinkage()
@@ -1881,6 +1896,7 @@ func (v *verifier) finishReport() {
 			c.Status = OK
 		}
 	}
+	v.report.Assurance = v.assurance()
 }
 
 func plural(n int, one, many string) string {

@@ -28,6 +28,7 @@ func evalCases() []Case {
 	cases = append(cases, budgetCases()...)
 	cases = append(cases, secretCases()...)
 	cases = append(cases, evidenceCases()...)
+	cases = append(cases, witnessCases()...)
 	cases = append(cases, protocolCases()...)
 	cases = append(cases, approvalCases()...)
 	cases = append(cases, readingCases()...)
