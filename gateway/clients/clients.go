@@ -65,11 +65,24 @@ const (
 	GeminiCLI     ID = "gemini-cli"
 	Codex         ID = "codex"
 	Zed           ID = "zed"
+	Cline         ID = "cline"
+	RooCode       ID = "roo-code"
+	KiloCode      ID = "kilo-code"
+	LMStudio      ID = "lm-studio"
+	Kiro          ID = "kiro"
+	AmazonQ       ID = "amazon-q"
+	Junie         ID = "junie"
+	OpenCode      ID = "opencode"
+	CopilotCLI    ID = "copilot-cli"
+	Warp          ID = "warp"
+	Augment       ID = "augment"
+	QwenCode      ID = "qwen-code"
 )
 
 // IDs returns every client Gatehouse knows, in the order it lists them.
 func IDs() []ID {
-	return []ID{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf, GeminiCLI, Codex, Zed}
+	return []ID{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf, GeminiCLI, Codex, Zed,
+		Cline, RooCode, KiloCode, LMStudio, Kiro, AmazonQ, Junie, OpenCode, CopilotCLI, Warp, Augment, QwenCode}
 }
 
 // Name returns the client's product name.

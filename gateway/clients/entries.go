@@ -43,6 +43,7 @@ type source struct {
 	headers   []kv
 	// How it is written.
 	hasType   bool
+	typ       string // the "type" it has
 	legacyZed bool // Zed's older "command": {"path", "args", "env"}
 	keep      []kept
 	// TOML: the lines of the table's header.
@@ -297,7 +298,7 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 	if n := get("type"); n != nil && !hasType {
 		return s.unsupported(`"type" is not a string`)
 	}
-	s.hasType = hasType
+	s.hasType, s.typ = hasType, typ
 	for _, k := range sp.keep {
 		if n := get(k); n != nil {
 			s.keep = append(s.keep, kept{key: k, span: [2]int{n.start, n.end}})
@@ -305,8 +306,19 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 	}
 
 	cmdNode := get("command")
-	envNode := get("env")
+	envNode := get(sp.env())
 	argsNode := get("args")
+	if sp.cmdList && cmdNode != nil {
+		// OpenCode: "command": [program, args...].
+		if cmdNode.kind != jsonArray || len(cmdNode.elems) == 0 {
+			return s.unsupported(`"command" is not a list that starts with the program`)
+		}
+		if argsNode != nil {
+			return s.unsupported(`it has "args", which %s does not read`, sp.name)
+		}
+		argsNode = &jnode{kind: jsonArray, elems: cmdNode.elems[1:]}
+		cmdNode = cmdNode.elems[0]
+	}
 	if sp.id == Zed && cmdNode != nil && cmdNode.kind == jsonObject {
 		// Zed's older form: "command": {"path": ..., "args": [...], "env": {...}}.
 		s.legacyZed = true
@@ -343,7 +355,7 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 			return s.unsupported(`"command" is not a non-empty string`)
 		}
 		s.command = cmd
-		if hasType && typ != "stdio" {
+		if hasType && !sp.stdioType(typ) {
 			return s.unsupported(`it has a "command" but "type" is %q`, typ)
 		}
 		if argsNode != nil {
@@ -359,13 +371,13 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 				s.argSpans = append(s.argSpans, [2]int{e.start, e.end})
 			}
 		}
-		if n := get("cwd"); n != nil {
+		if n := get(sp.cwd()); n != nil {
 			if s.cwd, ok = p.str(n); !ok {
-				return s.unsupported(`"cwd" is not a string`)
+				return s.unsupported("%q is not a string", sp.cwd())
 			}
 		}
 		if envNode != nil {
-			env, err := p.stringMap(envNode, "env")
+			env, err := p.stringMap(envNode, sp.env())
 			if err != nil {
 				return s.unsupported("%v", err)
 			}
@@ -390,9 +402,9 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 		switch {
 		case sp.id == ClaudeDesktop:
 			return s.unsupported("Claude Desktop does not read remote servers from this file (add them as connectors in the app)")
-		case sp.id == GeminiCLI && urlKey == "url", hasType && typ == "sse":
+		case (sp.id == GeminiCLI || sp.id == QwenCode) && urlKey == "url", hasType && typ == "sse":
 			return s.unsupported("it uses the SSE transport; Gatehouse proxies streamable HTTP servers")
-		case hasType && typ != "http" && typ != "streamable-http" && typ != "streamableHttp":
+		case hasType && typ != "http" && typ != "streamable-http" && typ != "streamableHttp" && !(sp.id == OpenCode && typ == "remote"):
 			return s.unsupported("its type %q is not one Gatehouse proxies", typ)
 		}
 		for _, k := range []string{"oauth", "headersHelper", "authProviderType"} {
@@ -415,6 +427,8 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 			}
 			s.headers = h
 		}
+	case len(sp.remote) == 0 && get("url") != nil:
+		return s.unsupported("it is a remote server, and %s runs local (stdio) servers only", sp.name)
 	default:
 		return s.unsupported("it has neither a command nor a URL")
 	}
