@@ -269,10 +269,11 @@ type roundTrip struct {
 	client   ID
 	fixture  string
 	path     func(mc *machine) string
-	prefix   [][]string        // where the servers are
-	secrets  []string          // values that must leave the file
-	governed []string          // entries governed
-	skipped  map[string]string // entry → part of the reason it is not
+	prefix   [][]string               // where the servers are
+	secrets  []string                 // values that must leave the file
+	governed []string                 // entries governed
+	skipped  map[string]string        // entry → part of the reason it is not
+	cwd      func(mc *machine) string // where gatehouse runs, for a project's file
 }
 
 var roundTrips = []roundTrip{
@@ -383,6 +384,166 @@ var roundTrips = []roundTrip{
 		governed: []string{"pythonTools", "httpServer"},
 		skipped:  map[string]string{"sseServer": "SSE"},
 	},
+	{
+		name: "cline", goos: "linux", client: Cline, fixture: "cline_mcp_settings.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, ".config", "Code", "User", "globalStorage", "saoudrizwan.claude-dev", "settings", "cline_mcp_settings.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"clineNOTreal-0123456789", "clineNOTrealTOKEN0123456789"},
+		governed: []string{"local-server", "remote-server"},
+		skipped:  map[string]string{"legacy-sse": "SSE"},
+	},
+	{
+		name: "cline, messy: CRLF, tabs, unknown keys, escapes, other servers", goos: "linux", client: Cline, fixture: "cline_messy.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, ".config", "Cursor", "User", "globalStorage", "saoudrizwan.claude-dev", "settings", "cline_mcp_settings.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"BSAclineNOTreal", "donNOTreal-0123456789abcdef"},
+		governed: []string{"brave search (work)", "données"},
+		skipped:  map[string]string{"shell": "not found", "events": "SSE"},
+	},
+	{
+		name: "cline cli, macOS", goos: "darwin", client: Cline, fixture: "cline_mcp_settings.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, ".cline", "data", "settings", "cline_mcp_settings.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"clineNOTreal-0123456789", "clineNOTrealTOKEN0123456789"},
+		governed: []string{"local-server", "remote-server"},
+	},
+	{
+		name: "roo code, windows", goos: "windows", client: RooCode, fixture: "roo_mcp_settings.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.env.AppData, "Code", "User", "globalStorage", "rooveterinaryinc.roo-cline", "settings", "mcp_settings.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"rooNOTrealHEADER-0123456789"},
+		governed: []string{"remote-server"},
+		skipped:  map[string]string{"local-server": "relative", "sse-server": "SSE", "workspace-server": "${env:HOME}"},
+	},
+	{
+		name: "roo code, project", goos: "linux", client: RooCode, fixture: "roo_mcp_settings.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, "src", "app", ".roo", "mcp.json") },
+		cwd:      func(mc *machine) string { return filepath.Join(mc.home, "src", "app", "web") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"rooNOTreal-0123456789", "rooNOTrealHEADER-0123456789"},
+		governed: []string{"local-server", "remote-server"},
+		skipped:  map[string]string{"sse-server": "SSE", "workspace-server": "${env:HOME}"},
+	},
+	{
+		name: "kilo code cli", goos: "linux", client: KiloCode, fixture: "kilo_mcp_settings.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, ".kilocode", "cli", "global", "settings", "mcp_settings.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"kiloNOTreal-0123456789", "kiloNOTrealTOKEN0123456789"},
+		governed: []string{"server-name", "remote-server"},
+	},
+	{
+		name: "lm studio, windows", goos: "windows", client: LMStudio, fixture: "lmstudio_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".lmstudio", "mcp.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"hf_testNOTreal0123456789abcdef"},
+		governed: []string{"hf-mcp-server", "memory"},
+	},
+	{
+		name: "kiro", goos: "darwin", client: Kiro, fixture: "kiro_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".kiro", "settings", "mcp.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"BSAkiroNOTrealKEY0123456789", "kiroNOTrealHEADER-0123456789"},
+		governed: []string{"web-search", "docs"},
+		skipped:  map[string]string{"api-server": "${API_TOKEN}"},
+	},
+	{
+		name: "kiro, workspace", goos: "linux", client: Kiro, fixture: "kiro_mcp.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, "work", "shop", ".kiro", "settings", "mcp.json")
+		},
+		cwd:      func(mc *machine) string { return filepath.Join(mc.home, "work", "shop") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"BSAkiroNOTrealKEY0123456789", "kiroNOTrealHEADER-0123456789"},
+		governed: []string{"web-search", "docs"},
+		skipped:  map[string]string{"api-server": "${API_TOKEN}"},
+	},
+	{
+		name: "amazon q", goos: "linux", client: AmazonQ, fixture: "amazonq_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".aws", "amazonq", "mcp.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"qNOTreal-secret", "qNOTrealTOKEN0123456789abcdef"},
+		governed: []string{"postgres", "awslabs.core-mcp-server", "remote-tools"},
+	},
+	{
+		name: "amazon q, an agent's file", goos: "darwin", client: AmazonQ, fixture: "amazonq_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".aws", "amazonq", "cli-agents", "dev.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"qNOTrealTOKEN0123456789abcdef"},
+		governed: []string{"postgres", "remote-tools"},
+		skipped:  map[string]string{"awslabs.core-mcp-server": "not found"},
+	},
+	{
+		name: "junie", goos: "linux", client: Junie, fixture: "junie_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".junie", "mcp", "mcp.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000j5"},
+		governed: []string{"filesystem", "github"},
+		skipped:  map[string]string{"remote": "local (stdio) servers only"},
+	},
+	{
+		name: "opencode", goos: "linux", client: OpenCode, fixture: "opencode.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".config", "opencode", "opencode.json") },
+		prefix:   [][]string{{"mcp"}},
+		secrets:  []string{"ocNOTreal-0123456789abc", "ocNOTrealTOKEN0123456789"},
+		governed: []string{"my-local-mcp-server", "my-remote-mcp"},
+		skipped:  map[string]string{"context7": "{env:CONTEXT7_API_KEY}"},
+	},
+	{
+		name: "opencode 2, messy: comments, trailing commas, CRLF", goos: "windows", client: OpenCode, fixture: "opencode_messy.jsonc",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".config", "opencode", "opencode.jsonc") },
+		prefix:   [][]string{{"mcp", "servers"}},
+		secrets:  []string{"ocNOTrealARG0123456789abcdef", "ocNOTrealENV0123456789", "ocNOTrealQUERY0123456789"},
+		governed: []string{"search", "notes"},
+		skipped:  map[string]string{"docs": "{env:HOME}"},
+	},
+	{
+		name: "copilot cli", goos: "darwin", client: CopilotCLI, fixture: "copilot_mcp_config.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".copilot", "mcp-config.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"github_pat_testNOTREAL_copilot0123456789"},
+		governed: []string{"playwright", "github"},
+		skipped:  map[string]string{"legacy-events": "SSE"},
+	},
+	{
+		name: "copilot cli, messy: CRLF, four spaces, unknown keys, one-line entries", goos: "linux", client: CopilotCLI, fixture: "copilot_messy.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".copilot", "mcp-config.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"cpNOTreal-pass", "cpNOTrealTOKEN-0123456789", "cpNOTrealHEADER-0123456789"},
+		governed: []string{"warehouse", "search"},
+		skipped:  map[string]string{"oauth-server": "oauth"},
+	},
+	{
+		name: "warp", goos: "linux", client: Warp, fixture: "warp_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".warp", ".mcp.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000w7", "lin_api_testNOTreal0123456789"},
+		governed: []string{"github", "linear"},
+	},
+	{
+		name: "augment", goos: "darwin", client: Augment, fixture: "augment_settings.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".augment", "settings.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"ctx7sk-testNOTreal-augment0123", "augNOTrealTOKEN0123456789"},
+		governed: []string{"context7", "weather"},
+	},
+	{
+		name: "qwen code", goos: "linux", client: QwenCode, fixture: "qwen_settings.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".qwen", "settings.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"qwenNOTreal-0123456789", "qwenNOTrealTOKEN0123456789"},
+		governed: []string{"pythonTools", "httpServer"},
+		skipped:  map[string]string{"sseServer": "SSE"},
+	},
 }
 
 // Governing then undoing gives back the original bytes; governing twice
@@ -393,6 +554,13 @@ func TestRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			mc := newMachine(t, tc.goos)
+			if tc.cwd != nil {
+				mc.m.env.Cwd = tc.cwd(mc)
+				_, marks := specs[tc.client].userFiles(&mc.m.env)
+				if err := os.MkdirAll(marks[0], 0o755); err != nil { // installed
+					t.Fatal(err)
+				}
+			}
 			path := tc.path(mc)
 			orig := mc.place(tc.fixture, path)
 			sp := specs[tc.client]

@@ -41,7 +41,7 @@ type spec struct {
 	// The entry's own schema, where it differs from the usual
 	// {"command", "args", "env", "cwd"}.
 	envKey  string                   // the environment variables ("env" when empty)
-	cwdKey  string                   // the working folder ("cwd" when empty)
+	cwdKeys []string                 // the working folder, the first found ("cwd" when empty)
 	cmdList bool                     // "command" is a list: the program, then its arguments (OpenCode)
 	stdio   []string                 // the values of "type" that mean stdio ("stdio" when empty); the first is written
 	servers func(p *parsed) []string // the keys to the servers object, when not just top
@@ -54,11 +54,11 @@ func (sp *spec) env() string {
 	return "env"
 }
 
-func (sp *spec) cwd() string {
-	if sp.cwdKey != "" {
-		return sp.cwdKey
+func (sp *spec) cwd() []string {
+	if len(sp.cwdKeys) > 0 {
+		return sp.cwdKeys
 	}
-	return "cwd"
+	return []string{"cwd"}
 }
 
 // stdioType reports whether typ is one of the client's names for stdio.
@@ -339,7 +339,7 @@ var specs = map[ID]*spec{
 		projectFile: filepath.Join(".warp", ".mcp.json"),
 		remote:      []string{"url"},
 		expands:     dollarBrace,
-		cwdKey:      "working_directory",
+		cwdKeys:     []string{"working_directory", "cwd"},
 	},
 	// Augment's CLI, Auggie: ~/.augment/settings.json, whose mcpServers
 	// holds command, args, env, or type "http" with url and headers.

@@ -44,7 +44,7 @@ type source struct {
 	// How it is written.
 	hasType   bool
 	typ       string // the "type" it has
-	legacyZed bool // Zed's older "command": {"path", "args", "env"}
+	legacyZed bool   // Zed's older "command": {"path", "args", "env"}
 	keep      []kept
 	// TOML: the lines of the table's header.
 	tomlHeader []byte
@@ -304,6 +304,7 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 			s.keep = append(s.keep, kept{key: k, span: [2]int{n.start, n.end}})
 		}
 	}
+	slices.SortFunc(s.keep, func(a, b kept) int { return a.span[0] - b.span[0] }) // in the file's order
 
 	cmdNode := get("command")
 	envNode := get(sp.env())
@@ -371,9 +372,12 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 				s.argSpans = append(s.argSpans, [2]int{e.start, e.end})
 			}
 		}
-		if n := get(sp.cwd()); n != nil {
-			if s.cwd, ok = p.str(n); !ok {
-				return s.unsupported("%q is not a string", sp.cwd())
+		for _, k := range sp.cwd() {
+			if n := get(k); n != nil {
+				if s.cwd, ok = p.str(n); !ok {
+					return s.unsupported("%q is not a string", k)
+				}
+				break
 			}
 		}
 		if envNode != nil {
