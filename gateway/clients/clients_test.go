@@ -820,3 +820,74 @@ func TestWindowsEntry(t *testing.T) {
 		t.Errorf("PATH = %q", fs.Env["PATH"])
 	}
 }
+
+// Each client's files are found where its documentation puts them, on each
+// system, and a file in any of them makes the client installed.
+func TestDetectPaths(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		goos   string
+		client ID
+		rel    string // under the home folder
+	}{
+		{"linux", Cline, ".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"},
+		{"darwin", Cline, "Library/Application Support/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"},
+		{"windows", Cline, "AppData/Roaming/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"},
+		{"linux", Cline, ".config/Code - Insiders/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"},
+		{"windows", Cline, ".cline/data/settings/cline_mcp_settings.json"},
+		{"linux", RooCode, ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json"},
+		{"darwin", RooCode, "Library/Application Support/Cursor/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json"},
+		{"windows", RooCode, "AppData/Roaming/VSCodium/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json"},
+		{"darwin", KiloCode, "Library/Application Support/Code/User/globalStorage/kilocode.kilo-code/settings/mcp_settings.json"},
+		{"linux", KiloCode, ".kilocode/cli/global/settings/mcp_settings.json"},
+		{"linux", LMStudio, ".lmstudio/mcp.json"},
+		{"darwin", LMStudio, ".cache/lm-studio/mcp.json"},
+		{"windows", LMStudio, ".lmstudio/mcp.json"},
+		{"linux", Kiro, ".kiro/settings/mcp.json"},
+		{"windows", Kiro, ".kiro/settings/mcp.json"},
+		{"linux", AmazonQ, ".aws/amazonq/mcp.json"},
+		{"darwin", AmazonQ, ".aws/amazonq/agents/default.json"},
+		{"windows", AmazonQ, ".aws/amazonq/cli-agents/review.json"},
+		{"darwin", Junie, ".junie/mcp/mcp.json"},
+		{"windows", Junie, ".junie/mcp/mcp.json"},
+		{"linux", OpenCode, ".config/opencode/opencode.json"},
+		{"darwin", OpenCode, ".config/opencode/opencode.jsonc"},
+		{"windows", OpenCode, ".config/opencode/opencode.json"},
+		{"linux", CopilotCLI, ".copilot/mcp-config.json"},
+		{"windows", CopilotCLI, ".copilot/mcp-config.json"},
+		{"darwin", Warp, ".warp/.mcp.json"},
+		{"linux", Augment, ".augment/settings.json"},
+		{"windows", QwenCode, ".qwen/settings.json"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.goos+" "+string(tc.client)+" "+tc.rel, func(t *testing.T) {
+			t.Parallel()
+			mc := newMachine(t, tc.goos)
+			path := filepath.Join(mc.home, filepath.FromSlash(tc.rel))
+			mc.write(path, []byte(`{"mcpServers": {}, "mcp": {}}`))
+			cs, err := mc.m.Scan(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cs {
+				if c.ID != tc.client {
+					// An extension's storage is in its editor's folder.
+					if c.Installed && !(c.ID == VSCode && strings.Contains(tc.rel, "/Code/User/")) {
+						t.Errorf("%s installed too", c.ID)
+					}
+					continue
+				}
+				if !c.Installed {
+					t.Errorf("%s not installed", c.ID)
+				}
+				found := false
+				for _, f := range c.Files {
+					found = found || f.Path == path && f.Exists && f.Err == nil
+				}
+				if !found {
+					t.Errorf("%s's files %+v, want %s among them", c.ID, c.Files, path)
+				}
+			}
+		})
+	}
+}
