@@ -1,7 +1,11 @@
 // Package clients finds the MCP clients on this machine (Claude Desktop,
-// Claude Code, Cursor, VS Code, Windsurf, Gemini CLI, Codex CLI and Zed),
+// Claude Code, Cursor, VS Code, Windsurf, Gemini CLI, Codex CLI, Zed, Cline,
+// Roo Code, Kilo Code, LM Studio, Kiro, Amazon Q Developer, Junie, OpenCode,
+// GitHub Copilot CLI, Warp, Augment's Auggie CLI and Qwen Code: [IDs]),
 // reads the servers in their config files, and rewrites those files so that
 // each server is launched through `gatehouse proxy`, with an exact way back.
+// Each client's files, entry schema and quirks are in its spec (detect.go),
+// from the client's own documentation.
 //
 // # Looking
 //
