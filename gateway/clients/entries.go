@@ -412,7 +412,7 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 			return s.unsupported("its type %q is not one Gatehouse proxies", typ)
 		}
 		for _, k := range []string{"oauth", "headersHelper", "authProviderType"} {
-			if get(k) != nil {
+			if n := get(k); n != nil && !(n.kind == jsonBool && p.data[n.start] == 'f') { // OpenCode's "oauth": false turns it off
 				return s.unsupported("it signs in with %q, which the proxy does not do", k)
 			}
 		}
