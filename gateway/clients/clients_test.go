@@ -891,3 +891,71 @@ func TestDetectPaths(t *testing.T) {
 		})
 	}
 }
+
+// A governed entry is written in its client's own schema.
+func TestGovernedShapes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		client   ID
+		fixture  string
+		rel      string
+		locator  []string
+		want     []string // in the governed entry
+		wantNot  []string
+		server   string // its registration
+		cwd, env string // the registration's working folder, and an environment variable it holds
+	}{
+		{OpenCode, "opencode.json", ".config/opencode/opencode.json", []string{"mcp", "my-local-mcp-server"},
+			[]string{`"type": "local"`, `"command": ["/opt/gatehouse/bin/gatehouse", "proxy", "--client", "opencode", "my-local-mcp-server"]`, `"enabled": true`},
+			[]string{`"args"`, `"environment"`}, "my-local-mcp-server", "", "MY_API_KEY"},
+		{CopilotCLI, "copilot_mcp_config.json", ".copilot/mcp-config.json", []string{"mcpServers", "playwright"},
+			[]string{`"type": "local"`, `"tools": ["*"]`}, []string{`"env"`}, "playwright", "", ""},
+		{Warp, "warp_mcp.json", ".warp/.mcp.json", []string{"mcpServers", "github"},
+			[]string{`"command": "/opt/gatehouse/bin/gatehouse"`}, []string{"working_directory"}, "github", "/home/dev/src", "GITHUB_PERSONAL_ACCESS_TOKEN"},
+		{Kiro, "kiro_mcp.json", ".kiro/settings/mcp.json", []string{"mcpServers", "web-search"},
+			[]string{`"disabled": false`, `"autoApprove": ["brave_web_search"]`, `"disabledTools": ["brave_local_search"]`}, []string{"BRAVE"}, "web-search", "", "BRAVE_API_KEY"},
+		{Junie, "junie_mcp.json", ".junie/mcp/mcp.json", []string{"mcpServers", "remote"},
+			[]string{`"url": "https://mcp.example.com/mcp"`}, []string{"gatehouse"}, "", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.client), func(t *testing.T) {
+			t.Parallel()
+			mc := newMachine(t, "linux")
+			path := filepath.Join(mc.home, filepath.FromSlash(tc.rel))
+			mc.place(tc.fixture, path)
+			mc.govern(Selection{Clients: []ID{tc.client}})
+			p, err := parseFile(specs[tc.client], path, mc.read(path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := locate(p, tc.locator)
+			if err != nil || src == nil {
+				t.Fatalf("%v: %v", tc.locator, err)
+			}
+			got := string(p.data[src.span[0]:src.span[1]])
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("entry lacks %s:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(got, w) {
+					t.Errorf("entry holds %s:\n%s", w, got)
+				}
+			}
+			if tc.server == "" {
+				return
+			}
+			srv, err := mc.st.Server(context.Background(), tc.server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if srv.Cwd != tc.cwd {
+				t.Errorf("server %s: cwd %q, want %q", tc.server, srv.Cwd, tc.cwd)
+			}
+			if v := srv.Env[tc.env]; tc.env != "" && !strings.HasPrefix(v, "vault://secret/") {
+				t.Errorf("server %s: %s = %q, want a keychain reference", tc.server, tc.env, v)
+			}
+		})
+	}
+}
