@@ -179,7 +179,7 @@ func (p *agentsPage) show(cs []clients.Client) {
 	governed, open := counts(cs)
 	switch {
 	case installed == 0:
-		setText(p.summary, "No MCP client found on this computer. Gatehouse looks for Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI, Codex and Zed, "+
+		setText(p.summary, "No MCP client found on this computer. Gatehouse looks for "+clientNames()+", "+
 			"and finds their servers once you add some in them; or add servers here, in Servers, and point your client at gatehouse proxy NAME.")
 	case open == 0 && governed == 0:
 		setText(p.summary, fmt.Sprintf("%s found, with no MCP servers configured yet.", plural(installed, "client", "clients")))
@@ -409,4 +409,14 @@ func unifiedDiff(d string) fyne.CanvasObject {
 	t := widget.NewRichText(segs...)
 	t.Wrapping = fyne.TextWrapBreak
 	return t
+}
+
+// clientNames lists the clients Gatehouse knows, by their product names.
+func clientNames() string {
+	ids := clients.IDs()
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = id.Name()
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

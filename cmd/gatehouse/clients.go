@@ -28,9 +28,11 @@ var clientsCmd = &command{
 	summary: "list the MCP clients on this machine, their servers, and which are governed",
 	help: `
 Looks for Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI,
-Codex CLI and Zed, reads every config file each one reads (user files,
-Claude Code's local scopes, project files from here up), and shows each
-server entry's state:
+Codex CLI, Zed, Cline, Roo Code, Kilo Code, LM Studio, Kiro, Amazon Q
+Developer, Junie, OpenCode, GitHub Copilot CLI, Warp, Augment's Auggie CLI
+and Qwen Code, reads every config file each one reads (user files, Claude
+Code's local scopes, project files from here up), and shows each server
+entry's state:
 
   governed                 it runs gatehouse proxy
   not governed             it starts its server directly

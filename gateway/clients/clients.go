@@ -1,7 +1,11 @@
 // Package clients finds the MCP clients on this machine (Claude Desktop,
-// Claude Code, Cursor, VS Code, Windsurf, Gemini CLI, Codex CLI and Zed),
+// Claude Code, Cursor, VS Code, Windsurf, Gemini CLI, Codex CLI, Zed, Cline,
+// Roo Code, Kilo Code, LM Studio, Kiro, Amazon Q Developer, Junie, OpenCode,
+// GitHub Copilot CLI, Warp, Augment's Auggie CLI and Qwen Code: [IDs]),
 // reads the servers in their config files, and rewrites those files so that
 // each server is launched through `gatehouse proxy`, with an exact way back.
+// Each client's files, entry schema and quirks are in its spec (detect.go),
+// from the client's own documentation.
 //
 // # Looking
 //
@@ -65,11 +69,24 @@ const (
 	GeminiCLI     ID = "gemini-cli"
 	Codex         ID = "codex"
 	Zed           ID = "zed"
+	Cline         ID = "cline"
+	RooCode       ID = "roo-code"
+	KiloCode      ID = "kilo-code"
+	LMStudio      ID = "lm-studio"
+	Kiro          ID = "kiro"
+	AmazonQ       ID = "amazon-q"
+	Junie         ID = "junie"
+	OpenCode      ID = "opencode"
+	CopilotCLI    ID = "copilot-cli"
+	Warp          ID = "warp"
+	Augment       ID = "augment"
+	QwenCode      ID = "qwen-code"
 )
 
 // IDs returns every client Gatehouse knows, in the order it lists them.
 func IDs() []ID {
-	return []ID{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf, GeminiCLI, Codex, Zed}
+	return []ID{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf, GeminiCLI, Codex, Zed,
+		Cline, RooCode, KiloCode, LMStudio, Kiro, AmazonQ, Junie, OpenCode, CopilotCLI, Warp, Augment, QwenCode}
 }
 
 // Name returns the client's product name.

@@ -269,10 +269,11 @@ type roundTrip struct {
 	client   ID
 	fixture  string
 	path     func(mc *machine) string
-	prefix   [][]string        // where the servers are
-	secrets  []string          // values that must leave the file
-	governed []string          // entries governed
-	skipped  map[string]string // entry → part of the reason it is not
+	prefix   [][]string               // where the servers are
+	secrets  []string                 // values that must leave the file
+	governed []string                 // entries governed
+	skipped  map[string]string        // entry → part of the reason it is not
+	cwd      func(mc *machine) string // where gatehouse runs, for a project's file
 }
 
 var roundTrips = []roundTrip{
@@ -383,6 +384,166 @@ var roundTrips = []roundTrip{
 		governed: []string{"pythonTools", "httpServer"},
 		skipped:  map[string]string{"sseServer": "SSE"},
 	},
+	{
+		name: "cline", goos: "linux", client: Cline, fixture: "cline_mcp_settings.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, ".config", "Code", "User", "globalStorage", "saoudrizwan.claude-dev", "settings", "cline_mcp_settings.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"clineNOTreal-0123456789", "clineNOTrealTOKEN0123456789"},
+		governed: []string{"local-server", "remote-server"},
+		skipped:  map[string]string{"legacy-sse": "SSE"},
+	},
+	{
+		name: "cline, messy: CRLF, tabs, unknown keys, escapes, other servers", goos: "linux", client: Cline, fixture: "cline_messy.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, ".config", "Cursor", "User", "globalStorage", "saoudrizwan.claude-dev", "settings", "cline_mcp_settings.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"BSAclineNOTreal", "donNOTreal-0123456789abcdef"},
+		governed: []string{"brave search (work)", "données"},
+		skipped:  map[string]string{"shell": "not found", "events": "SSE"},
+	},
+	{
+		name: "cline cli, macOS", goos: "darwin", client: Cline, fixture: "cline_mcp_settings.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, ".cline", "data", "settings", "cline_mcp_settings.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"clineNOTreal-0123456789", "clineNOTrealTOKEN0123456789"},
+		governed: []string{"local-server", "remote-server"},
+	},
+	{
+		name: "roo code, windows", goos: "windows", client: RooCode, fixture: "roo_mcp_settings.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.env.AppData, "Code", "User", "globalStorage", "rooveterinaryinc.roo-cline", "settings", "mcp_settings.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"rooNOTrealHEADER-0123456789"},
+		governed: []string{"remote-server"},
+		skipped:  map[string]string{"local-server": "relative", "sse-server": "SSE", "workspace-server": "${env:HOME}"},
+	},
+	{
+		name: "roo code, project", goos: "linux", client: RooCode, fixture: "roo_mcp_settings.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, "src", "app", ".roo", "mcp.json") },
+		cwd:      func(mc *machine) string { return filepath.Join(mc.home, "src", "app", "web") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"rooNOTreal-0123456789", "rooNOTrealHEADER-0123456789"},
+		governed: []string{"local-server", "remote-server"},
+		skipped:  map[string]string{"sse-server": "SSE", "workspace-server": "${env:HOME}"},
+	},
+	{
+		name: "kilo code cli", goos: "linux", client: KiloCode, fixture: "kilo_mcp_settings.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, ".kilocode", "cli", "global", "settings", "mcp_settings.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"kiloNOTreal-0123456789", "kiloNOTrealTOKEN0123456789"},
+		governed: []string{"server-name", "remote-server"},
+	},
+	{
+		name: "lm studio, windows", goos: "windows", client: LMStudio, fixture: "lmstudio_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".lmstudio", "mcp.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"hf_testNOTreal0123456789abcdef"},
+		governed: []string{"hf-mcp-server", "memory"},
+	},
+	{
+		name: "kiro", goos: "darwin", client: Kiro, fixture: "kiro_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".kiro", "settings", "mcp.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"BSAkiroNOTrealKEY0123456789", "kiroNOTrealHEADER-0123456789"},
+		governed: []string{"web-search", "docs"},
+		skipped:  map[string]string{"api-server": "${API_TOKEN}"},
+	},
+	{
+		name: "kiro, workspace", goos: "linux", client: Kiro, fixture: "kiro_mcp.json",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, "work", "shop", ".kiro", "settings", "mcp.json")
+		},
+		cwd:      func(mc *machine) string { return filepath.Join(mc.home, "work", "shop") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"BSAkiroNOTrealKEY0123456789", "kiroNOTrealHEADER-0123456789"},
+		governed: []string{"web-search", "docs"},
+		skipped:  map[string]string{"api-server": "${API_TOKEN}"},
+	},
+	{
+		name: "amazon q", goos: "linux", client: AmazonQ, fixture: "amazonq_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".aws", "amazonq", "mcp.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"qNOTreal-secret", "qNOTrealTOKEN0123456789abcdef"},
+		governed: []string{"postgres", "awslabs.core-mcp-server", "remote-tools"},
+	},
+	{
+		name: "amazon q, an agent's file", goos: "darwin", client: AmazonQ, fixture: "amazonq_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".aws", "amazonq", "cli-agents", "dev.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"qNOTrealTOKEN0123456789abcdef"},
+		governed: []string{"postgres", "remote-tools"},
+		skipped:  map[string]string{"awslabs.core-mcp-server": "not found"},
+	},
+	{
+		name: "junie", goos: "linux", client: Junie, fixture: "junie_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".junie", "mcp", "mcp.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000j5"},
+		governed: []string{"filesystem", "github"},
+		skipped:  map[string]string{"remote": "local (stdio) servers only"},
+	},
+	{
+		name: "opencode", goos: "linux", client: OpenCode, fixture: "opencode.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".config", "opencode", "opencode.json") },
+		prefix:   [][]string{{"mcp"}},
+		secrets:  []string{"ocNOTreal-0123456789abc", "ocNOTrealTOKEN0123456789"},
+		governed: []string{"my-local-mcp-server", "my-remote-mcp"},
+		skipped:  map[string]string{"context7": "{env:CONTEXT7_API_KEY}"},
+	},
+	{
+		name: "opencode 2, messy: comments, trailing commas, CRLF", goos: "windows", client: OpenCode, fixture: "opencode_messy.jsonc",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".config", "opencode", "opencode.jsonc") },
+		prefix:   [][]string{{"mcp", "servers"}},
+		secrets:  []string{"ocNOTrealARG0123456789abcdef", "ocNOTrealENV0123456789", "ocNOTrealQUERY0123456789"},
+		governed: []string{"search", "notes"},
+		skipped:  map[string]string{"docs": "{env:HOME}"},
+	},
+	{
+		name: "copilot cli", goos: "darwin", client: CopilotCLI, fixture: "copilot_mcp_config.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".copilot", "mcp-config.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"github_pat_testNOTREAL_copilot0123456789"},
+		governed: []string{"playwright", "github"},
+		skipped:  map[string]string{"legacy-events": "SSE"},
+	},
+	{
+		name: "copilot cli, messy: CRLF, four spaces, unknown keys, one-line entries", goos: "linux", client: CopilotCLI, fixture: "copilot_messy.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".copilot", "mcp-config.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"cpNOTreal-pass", "cpNOTrealTOKEN-0123456789", "cpNOTrealHEADER-0123456789"},
+		governed: []string{"warehouse", "search"},
+		skipped:  map[string]string{"oauth-server": "oauth"},
+	},
+	{
+		name: "warp", goos: "linux", client: Warp, fixture: "warp_mcp.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".warp", ".mcp.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000w7", "lin_api_testNOTreal0123456789"},
+		governed: []string{"github", "linear"},
+	},
+	{
+		name: "augment", goos: "darwin", client: Augment, fixture: "augment_settings.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".augment", "settings.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"ctx7sk-testNOTreal-augment0123", "augNOTrealTOKEN0123456789"},
+		governed: []string{"context7", "weather"},
+	},
+	{
+		name: "qwen code", goos: "linux", client: QwenCode, fixture: "qwen_settings.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".qwen", "settings.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"qwenNOTreal-0123456789", "qwenNOTrealTOKEN0123456789"},
+		governed: []string{"pythonTools", "httpServer"},
+		skipped:  map[string]string{"sseServer": "SSE"},
+	},
 }
 
 // Governing then undoing gives back the original bytes; governing twice
@@ -393,6 +554,13 @@ func TestRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			mc := newMachine(t, tc.goos)
+			if tc.cwd != nil {
+				mc.m.env.Cwd = tc.cwd(mc)
+				_, marks := specs[tc.client].userFiles(&mc.m.env)
+				if err := os.MkdirAll(marks[0], 0o755); err != nil { // installed
+					t.Fatal(err)
+				}
+			}
 			path := tc.path(mc)
 			orig := mc.place(tc.fixture, path)
 			sp := specs[tc.client]
@@ -650,5 +818,144 @@ func TestWindowsEntry(t *testing.T) {
 	}
 	if fs.Env["PATH"] != `C:\Program Files\nodejs;C:\Windows\system32` {
 		t.Errorf("PATH = %q", fs.Env["PATH"])
+	}
+}
+
+// Each client's files are found where its documentation puts them, on each
+// system, and a file in any of them makes the client installed.
+func TestDetectPaths(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		goos   string
+		client ID
+		rel    string // under the home folder
+	}{
+		{"linux", Cline, ".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"},
+		{"darwin", Cline, "Library/Application Support/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"},
+		{"windows", Cline, "AppData/Roaming/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"},
+		{"linux", Cline, ".config/Code - Insiders/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"},
+		{"windows", Cline, ".cline/data/settings/cline_mcp_settings.json"},
+		{"linux", RooCode, ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json"},
+		{"darwin", RooCode, "Library/Application Support/Cursor/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json"},
+		{"windows", RooCode, "AppData/Roaming/VSCodium/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json"},
+		{"darwin", KiloCode, "Library/Application Support/Code/User/globalStorage/kilocode.kilo-code/settings/mcp_settings.json"},
+		{"linux", KiloCode, ".kilocode/cli/global/settings/mcp_settings.json"},
+		{"linux", LMStudio, ".lmstudio/mcp.json"},
+		{"darwin", LMStudio, ".cache/lm-studio/mcp.json"},
+		{"windows", LMStudio, ".lmstudio/mcp.json"},
+		{"linux", Kiro, ".kiro/settings/mcp.json"},
+		{"windows", Kiro, ".kiro/settings/mcp.json"},
+		{"linux", AmazonQ, ".aws/amazonq/mcp.json"},
+		{"darwin", AmazonQ, ".aws/amazonq/agents/default.json"},
+		{"windows", AmazonQ, ".aws/amazonq/cli-agents/review.json"},
+		{"darwin", Junie, ".junie/mcp/mcp.json"},
+		{"windows", Junie, ".junie/mcp/mcp.json"},
+		{"linux", OpenCode, ".config/opencode/opencode.json"},
+		{"darwin", OpenCode, ".config/opencode/opencode.jsonc"},
+		{"windows", OpenCode, ".config/opencode/opencode.json"},
+		{"linux", CopilotCLI, ".copilot/mcp-config.json"},
+		{"windows", CopilotCLI, ".copilot/mcp-config.json"},
+		{"darwin", Warp, ".warp/.mcp.json"},
+		{"linux", Augment, ".augment/settings.json"},
+		{"windows", QwenCode, ".qwen/settings.json"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.goos+" "+string(tc.client)+" "+tc.rel, func(t *testing.T) {
+			t.Parallel()
+			mc := newMachine(t, tc.goos)
+			path := filepath.Join(mc.home, filepath.FromSlash(tc.rel))
+			mc.write(path, []byte(`{"mcpServers": {}, "mcp": {}}`))
+			cs, err := mc.m.Scan(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cs {
+				if c.ID != tc.client {
+					// An extension's storage is in its editor's folder.
+					if c.Installed && !(c.ID == VSCode && strings.Contains(tc.rel, "/Code/User/")) {
+						t.Errorf("%s installed too", c.ID)
+					}
+					continue
+				}
+				if !c.Installed {
+					t.Errorf("%s not installed", c.ID)
+				}
+				found := false
+				for _, f := range c.Files {
+					found = found || f.Path == path && f.Exists && f.Err == nil
+				}
+				if !found {
+					t.Errorf("%s's files %+v, want %s among them", c.ID, c.Files, path)
+				}
+			}
+		})
+	}
+}
+
+// A governed entry is written in its client's own schema.
+func TestGovernedShapes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		client   ID
+		fixture  string
+		rel      string
+		locator  []string
+		want     []string // in the governed entry
+		wantNot  []string
+		server   string // its registration
+		cwd, env string // the registration's working folder, and an environment variable it holds
+	}{
+		{OpenCode, "opencode.json", ".config/opencode/opencode.json", []string{"mcp", "my-local-mcp-server"},
+			[]string{`"type": "local"`, `"command": ["/opt/gatehouse/bin/gatehouse", "proxy", "--client", "opencode", "my-local-mcp-server"]`, `"enabled": true`},
+			[]string{`"args"`, `"environment"`}, "my-local-mcp-server", "", "MY_API_KEY"},
+		{CopilotCLI, "copilot_mcp_config.json", ".copilot/mcp-config.json", []string{"mcpServers", "playwright"},
+			[]string{`"type": "local"`, `"tools": ["*"]`}, []string{`"env"`}, "playwright", "", ""},
+		{Warp, "warp_mcp.json", ".warp/.mcp.json", []string{"mcpServers", "github"},
+			[]string{`"command": "/opt/gatehouse/bin/gatehouse"`}, []string{"working_directory"}, "github", "/home/dev/src", "GITHUB_PERSONAL_ACCESS_TOKEN"},
+		{Kiro, "kiro_mcp.json", ".kiro/settings/mcp.json", []string{"mcpServers", "web-search"},
+			[]string{`"disabled": false`, `"autoApprove": ["brave_web_search"]`, `"disabledTools": ["brave_local_search"]`}, []string{"BRAVE"}, "web-search", "", "BRAVE_API_KEY"},
+		{Junie, "junie_mcp.json", ".junie/mcp/mcp.json", []string{"mcpServers", "remote"},
+			[]string{`"url": "https://mcp.example.com/mcp"`}, []string{"gatehouse"}, "", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.client), func(t *testing.T) {
+			t.Parallel()
+			mc := newMachine(t, "linux")
+			path := filepath.Join(mc.home, filepath.FromSlash(tc.rel))
+			mc.place(tc.fixture, path)
+			mc.govern(Selection{Clients: []ID{tc.client}})
+			p, err := parseFile(specs[tc.client], path, mc.read(path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := locate(p, tc.locator)
+			if err != nil || src == nil {
+				t.Fatalf("%v: %v", tc.locator, err)
+			}
+			got := string(p.data[src.span[0]:src.span[1]])
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("entry lacks %s:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(got, w) {
+					t.Errorf("entry holds %s:\n%s", w, got)
+				}
+			}
+			if tc.server == "" {
+				return
+			}
+			srv, err := mc.st.Server(context.Background(), tc.server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if srv.Cwd != tc.cwd {
+				t.Errorf("server %s: cwd %q, want %q", tc.server, srv.Cwd, tc.cwd)
+			}
+			if v := srv.Env[tc.env]; tc.env != "" && !strings.HasPrefix(v, "vault://secret/") {
+				t.Errorf("server %s: %s = %q, want a keychain reference", tc.server, tc.env, v)
+			}
+		})
 	}
 }

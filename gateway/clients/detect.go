@@ -37,6 +37,56 @@ type spec struct {
 	// expands reports whether value uses the client's own variable syntax,
 	// which only the client can expand.
 	expands func(value string) bool
+
+	// The entry's own schema, where it differs from the usual
+	// {"command", "args", "env", "cwd"}.
+	envKey  string                   // the environment variables ("env" when empty)
+	cwdKeys []string                 // the working folder, the first found ("cwd" when empty)
+	cmdList bool                     // "command" is a list: the program, then its arguments (OpenCode)
+	stdio   []string                 // the values of "type" that mean stdio ("stdio" when empty); the first is written
+	servers func(p *parsed) []string // the keys to the servers object, when not just top
+}
+
+func (sp *spec) env() string {
+	if sp.envKey != "" {
+		return sp.envKey
+	}
+	return "env"
+}
+
+func (sp *spec) cwd() []string {
+	if len(sp.cwdKeys) > 0 {
+		return sp.cwdKeys
+	}
+	return []string{"cwd"}
+}
+
+// stdioType reports whether typ is one of the client's names for stdio.
+func (sp *spec) stdioType(typ string) bool {
+	if len(sp.stdio) == 0 {
+		return typ == "stdio"
+	}
+	return slices.Contains(sp.stdio, typ)
+}
+
+// writtenType is the "type" a governed entry gets: the entry's own, when
+// it names stdio, else the client's usual name for stdio.
+func (sp *spec) writtenType(typ string) string {
+	if sp.stdioType(typ) {
+		return typ
+	}
+	if len(sp.stdio) > 0 {
+		return sp.stdio[0]
+	}
+	return "stdio"
+}
+
+// prefix returns the keys from the file's root to its servers object.
+func (sp *spec) prefix(p *parsed) []string {
+	if sp.servers != nil && p != nil {
+		return sp.servers(p)
+	}
+	return []string{sp.top}
 }
 
 var specs = map[ID]*spec{
@@ -132,6 +182,216 @@ var specs = map[ID]*spec{
 		remote:  []string{"url"},
 		expands: func(string) bool { return false },
 	},
+	// Cline keeps its servers in the storage of its editor extension
+	// (VS Code, or a fork it is installed in), and Cline's CLI in
+	// ~/.cline. Entries: command, args, env, or url with type "sse" or
+	// "streamableHttp"; its own disabled, autoApprove and timeout (seconds).
+	// Written by Cline with JSON.parse and JSON.stringify: strict JSON.
+	Cline: {
+		id: Cline, name: "Cline", format: formatJSON, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			files, marks := extensionFiles(e, "saoudrizwan.claude-dev", "cline_mcp_settings.json")
+			dir := filepath.Join(e.Home, ".cline")
+			return append(files, filepath.Join(dir, "data", "settings", "cline_mcp_settings.json")), append(marks, dir)
+		},
+		keep:    []string{"disabled", "autoApprove", "timeout"},
+		remote:  []string{"url"},
+		expands: dollarBrace,
+	},
+	// Roo Code: the extension's mcp_settings.json, and a project's
+	// .roo/mcp.json (which wins over it for the same name). Entries:
+	// command, args, env, cwd, or url with type "streamable-http" or "sse"
+	// and headers; its own disabled, alwaysAllow, disabledTools, timeout and
+	// watchPaths. ${env:VAR} is expanded by Roo.
+	RooCode: {
+		id: RooCode, name: "Roo Code", format: formatJSON, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			return extensionFiles(e, "rooveterinaryinc.roo-cline", "mcp_settings.json")
+		},
+		projectFile: filepath.Join(".roo", "mcp.json"),
+		keep:        []string{"disabled", "alwaysAllow", "disabledTools", "timeout", "watchPaths"},
+		remote:      []string{"url"},
+		expands:     dollarBrace,
+	},
+	// Kilo Code, a fork of Roo Code with its schema: the extension's
+	// mcp_settings.json, the CLI's ~/.kilocode/cli/global/settings, and a
+	// project's .kilocode/mcp.json.
+	KiloCode: {
+		id: KiloCode, name: "Kilo Code", format: formatJSON, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			files, marks := extensionFiles(e, "kilocode.kilo-code", "mcp_settings.json")
+			dir := filepath.Join(e.Home, ".kilocode")
+			return append(files, filepath.Join(dir, "cli", "global", "settings", "mcp_settings.json")), append(marks, dir)
+		},
+		projectFile: filepath.Join(".kilocode", "mcp.json"),
+		keep:        []string{"disabled", "alwaysAllow", "disabledTools", "timeout", "watchPaths"},
+		remote:      []string{"url"},
+		expands:     dollarBrace,
+	},
+	// LM Studio (0.3.17 and later) follows Cursor's mcp.json: command,
+	// args, env, or url and headers. The file is in its home folder,
+	// ~/.lmstudio (%USERPROFILE%\.lmstudio on Windows); older installs kept
+	// their home in ~/.cache/lm-studio.
+	LMStudio: {
+		id: LMStudio, name: "LM Studio", format: formatJSON, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			dir, old := filepath.Join(e.Home, ".lmstudio"), filepath.Join(e.Home, ".cache", "lm-studio")
+			return []string{filepath.Join(dir, "mcp.json"), filepath.Join(old, "mcp.json")}, []string{dir, old}
+		},
+		remote:  []string{"url"},
+		expands: dollarBrace,
+	},
+	// Kiro (the IDE and its CLI): ~/.kiro/settings/mcp.json, and a
+	// workspace's .kiro/settings/mcp.json, merged with the workspace's
+	// winning. Entries: command, args, env, or url and headers (oauth for
+	// servers that sign in); its own disabled, autoApprove and
+	// disabledTools. ${VAR} is expanded by Kiro.
+	Kiro: {
+		id: Kiro, name: "Kiro", format: formatJSON, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			dir := filepath.Join(e.Home, ".kiro")
+			return []string{filepath.Join(dir, "settings", "mcp.json")}, []string{dir}
+		},
+		projectFile: filepath.Join(".kiro", "settings", "mcp.json"),
+		keep:        []string{"disabled", "autoApprove", "disabledTools"},
+		remote:      []string{"url"},
+		expands:     dollarBrace,
+	},
+	// Amazon Q Developer: the CLI's global ~/.aws/amazonq/mcp.json (read by
+	// its default agent), the IDE plugins' default agent
+	// ~/.aws/amazonq/agents/default.json, the CLI's own agents in
+	// ~/.aws/amazonq/cli-agents, and a workspace's .amazonq/mcp.json.
+	// Entries: command, args, env, or type "http" with url and headers;
+	// its own timeout (ms) and disabled.
+	AmazonQ: {
+		id: AmazonQ, name: "Amazon Q Developer", format: formatJSON, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			dir := filepath.Join(e.Home, ".aws", "amazonq")
+			files := []string{filepath.Join(dir, "mcp.json"), filepath.Join(dir, "agents", "default.json")}
+			agents, _ := filepath.Glob(filepath.Join(dir, "cli-agents", "*.json"))
+			sort.Strings(agents)
+			return append(files, agents...), []string{dir}
+		},
+		projectFile: filepath.Join(".amazonq", "mcp.json"),
+		keep:        []string{"timeout", "disabled"},
+		remote:      []string{"url"},
+		expands:     dollarBrace,
+	},
+	// Junie (JetBrains' coding agent): ~/.junie/mcp/mcp.json, and a
+	// project's .junie/mcp/mcp.json. Junie runs stdio servers only:
+	// command, args, env.
+	Junie: {
+		id: Junie, name: "Junie", format: formatJSON, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			dir := filepath.Join(e.Home, ".junie")
+			return []string{filepath.Join(dir, "mcp", "mcp.json")}, []string{dir}
+		},
+		projectFile: filepath.Join(".junie", "mcp", "mcp.json"),
+		expands:     dollarBrace,
+	},
+	// OpenCode: ~/.config/opencode/opencode.json (or .jsonc; on every
+	// system, under $XDG_CONFIG_HOME when set), and a project's
+	// opencode.json. Servers are under "mcp" (OpenCode 2: "mcp.servers").
+	// An entry is {"type": "local", "command": [program, args...],
+	// "environment": {...}} or {"type": "remote", "url", "headers"}; its
+	// own enabled (disabled in OpenCode 2) and timeout. {env:VAR} and
+	// {file:path} are expanded by OpenCode. The file is JSON with comments.
+	OpenCode: {
+		id: OpenCode, name: "OpenCode", format: formatJSONC, top: "mcp",
+		userFiles: func(e *Env) ([]string, []string) {
+			dir := filepath.Join(xdgConfig(e), "opencode")
+			return []string{filepath.Join(dir, "opencode.json"), filepath.Join(dir, "opencode.jsonc")}, []string{dir}
+		},
+		projectFile: "opencode.json",
+		keep:        []string{"enabled", "disabled", "timeout"},
+		remote:      []string{"url"},
+		expands:     func(v string) bool { return strings.Contains(v, "{env:") || strings.Contains(v, "{file:") },
+		envKey:      "environment",
+		cmdList:     true,
+		stdio:       []string{"local"},
+		servers:     openCodeServers,
+	},
+	// GitHub Copilot CLI: ~/.copilot/mcp-config.json. Entries: type
+	// "local" or "stdio" with command, args, env; or "http" (or "sse")
+	// with url and headers; its own tools (the tools Copilot may call) and
+	// timeout. ${VAR} is expanded by Copilot.
+	CopilotCLI: {
+		id: CopilotCLI, name: "GitHub Copilot CLI", format: formatJSON, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			dir := filepath.Join(e.Home, ".copilot")
+			return []string{filepath.Join(dir, "mcp-config.json")}, []string{dir}
+		},
+		keep:    []string{"tools", "timeout"},
+		remote:  []string{"url"},
+		expands: dollarBrace,
+		stdio:   []string{"stdio", "local"},
+	},
+	// Warp: the servers it runs from files, ~/.warp/.mcp.json and a
+	// repository's .warp/.mcp.json (servers added in Warp's settings live in
+	// Warp Drive, not in a file). Entries: command, args, env,
+	// working_directory, or url and headers.
+	Warp: {
+		id: Warp, name: "Warp", format: formatJSON, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			dir := filepath.Join(e.Home, ".warp")
+			return []string{filepath.Join(dir, ".mcp.json")}, []string{dir}
+		},
+		projectFile: filepath.Join(".warp", ".mcp.json"),
+		remote:      []string{"url"},
+		expands:     dollarBrace,
+		cwdKeys:     []string{"working_directory", "cwd"},
+	},
+	// Augment's CLI, Auggie: ~/.augment/settings.json, whose mcpServers
+	// holds command, args, env, or type "http" with url and headers.
+	Augment: {
+		id: Augment, name: "Augment (Auggie CLI)", format: formatJSON, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			dir := filepath.Join(e.Home, ".augment")
+			return []string{filepath.Join(dir, "settings.json")}, []string{dir}
+		},
+		remote:  []string{"url"},
+		expands: dollarBrace,
+	},
+	// Qwen Code, a fork of Gemini CLI with its schema: ~/.qwen/settings.json
+	// and a project's .qwen/settings.json.
+	QwenCode: {
+		id: QwenCode, name: "Qwen Code", format: formatJSONC, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			dir := filepath.Join(e.Home, ".qwen")
+			return []string{filepath.Join(dir, "settings.json")}, []string{dir}
+		},
+		projectFile: filepath.Join(".qwen", "settings.json"),
+		keep:        []string{"timeout", "trust", "includeTools", "excludeTools", "description"},
+		remote:      []string{"httpUrl", "url"},
+		expands:     dollarName,
+	},
+}
+
+// editors are the folders of VS Code and the forks an extension may be
+// installed in, the first VS Code's own.
+var editors = []string{"Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"}
+
+// extensionFiles returns the settings file an editor extension keeps in its
+// global storage, in each editor, and those folders.
+func extensionFiles(e *Env, ext, name string) ([]string, []string) {
+	var files, marks []string
+	for _, ed := range editors {
+		dir := filepath.Join(appConfigDir(e, ed), "User", "globalStorage", ext)
+		files = append(files, filepath.Join(dir, "settings", name))
+		marks = append(marks, dir)
+	}
+	return files, marks
+}
+
+// openCodeServers: OpenCode 2 keeps its servers in "mcp.servers"; OpenCode 1
+// right in "mcp", where a server called "servers" has a "type".
+func openCodeServers(p *parsed) []string {
+	if obj, _ := p.object([]string{"mcp", "servers"}); obj != nil {
+		if m, _ := obj.member(p.data, "type"); m == nil {
+			return []string{"mcp", "servers"}
+		}
+	}
+	return []string{"mcp"}
 }
 
 // dollarBrace: ${VAR}, ${env:VAR}, ${input:id}, ${workspaceFolder}, ...

@@ -43,7 +43,8 @@ type source struct {
 	headers   []kv
 	// How it is written.
 	hasType   bool
-	legacyZed bool // Zed's older "command": {"path", "args", "env"}
+	typ       string // the "type" it has
+	legacyZed bool   // Zed's older "command": {"path", "args", "env"}
 	keep      []kept
 	// TOML: the lines of the table's header.
 	tomlHeader []byte
@@ -297,16 +298,28 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 	if n := get("type"); n != nil && !hasType {
 		return s.unsupported(`"type" is not a string`)
 	}
-	s.hasType = hasType
+	s.hasType, s.typ = hasType, typ
 	for _, k := range sp.keep {
 		if n := get(k); n != nil {
 			s.keep = append(s.keep, kept{key: k, span: [2]int{n.start, n.end}})
 		}
 	}
+	slices.SortFunc(s.keep, func(a, b kept) int { return a.span[0] - b.span[0] }) // in the file's order
 
 	cmdNode := get("command")
-	envNode := get("env")
+	envNode := get(sp.env())
 	argsNode := get("args")
+	if sp.cmdList && cmdNode != nil {
+		// OpenCode: "command": [program, args...].
+		if cmdNode.kind != jsonArray || len(cmdNode.elems) == 0 {
+			return s.unsupported(`"command" is not a list that starts with the program`)
+		}
+		if argsNode != nil {
+			return s.unsupported(`it has "args", which %s does not read`, sp.name)
+		}
+		argsNode = &jnode{kind: jsonArray, elems: cmdNode.elems[1:]}
+		cmdNode = cmdNode.elems[0]
+	}
 	if sp.id == Zed && cmdNode != nil && cmdNode.kind == jsonObject {
 		// Zed's older form: "command": {"path": ..., "args": [...], "env": {...}}.
 		s.legacyZed = true
@@ -343,7 +356,7 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 			return s.unsupported(`"command" is not a non-empty string`)
 		}
 		s.command = cmd
-		if hasType && typ != "stdio" {
+		if hasType && !sp.stdioType(typ) {
 			return s.unsupported(`it has a "command" but "type" is %q`, typ)
 		}
 		if argsNode != nil {
@@ -359,13 +372,16 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 				s.argSpans = append(s.argSpans, [2]int{e.start, e.end})
 			}
 		}
-		if n := get("cwd"); n != nil {
-			if s.cwd, ok = p.str(n); !ok {
-				return s.unsupported(`"cwd" is not a string`)
+		for _, k := range sp.cwd() {
+			if n := get(k); n != nil {
+				if s.cwd, ok = p.str(n); !ok {
+					return s.unsupported("%q is not a string", k)
+				}
+				break
 			}
 		}
 		if envNode != nil {
-			env, err := p.stringMap(envNode, "env")
+			env, err := p.stringMap(envNode, sp.env())
 			if err != nil {
 				return s.unsupported("%v", err)
 			}
@@ -390,13 +406,13 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 		switch {
 		case sp.id == ClaudeDesktop:
 			return s.unsupported("Claude Desktop does not read remote servers from this file (add them as connectors in the app)")
-		case sp.id == GeminiCLI && urlKey == "url", hasType && typ == "sse":
+		case (sp.id == GeminiCLI || sp.id == QwenCode) && urlKey == "url", hasType && typ == "sse":
 			return s.unsupported("it uses the SSE transport; Gatehouse proxies streamable HTTP servers")
-		case hasType && typ != "http" && typ != "streamable-http" && typ != "streamableHttp":
+		case hasType && typ != "http" && typ != "streamable-http" && typ != "streamableHttp" && !(sp.id == OpenCode && typ == "remote"):
 			return s.unsupported("its type %q is not one Gatehouse proxies", typ)
 		}
 		for _, k := range []string{"oauth", "headersHelper", "authProviderType"} {
-			if get(k) != nil {
+			if n := get(k); n != nil && !(n.kind == jsonBool && p.data[n.start] == 'f') { // OpenCode's "oauth": false turns it off
 				return s.unsupported("it signs in with %q, which the proxy does not do", k)
 			}
 		}
@@ -415,6 +431,8 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 			}
 			s.headers = h
 		}
+	case len(sp.remote) == 0 && get("url") != nil:
+		return s.unsupported("it is a remote server, and %s runs local (stdio) servers only", sp.name)
 	default:
 		return s.unsupported("it has neither a command nor a URL")
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -198,8 +199,8 @@ func (m *Manager) scanClient(sp *spec, recs map[string]*record, seen map[string]
 	var projectDirs []string
 	for _, path := range userFiles {
 		f := readFile(sp, path)
-		if !f.exists && sp.id == ClaudeDesktop && len(userFiles) > 1 && path != userFiles[0] {
-			continue
+		if !f.exists && path != userFiles[0] {
+			continue // a client's other places count only when they hold a file
 		}
 		s.files = append(s.files, f)
 		if f.parsed == nil {
@@ -225,11 +226,11 @@ func (m *Manager) scanClient(sp *spec, recs map[string]*record, seen map[string]
 				continue
 			}
 			f := readFile(sp, path)
-			dir := filepath.Dir(path)
-			if sp.projectFile != ".mcp.json" {
+			dir := path
+			for range strings.Count(filepath.ToSlash(sp.projectFile), "/") + 1 {
 				dir = filepath.Dir(dir)
 			}
-			g := &group{scope: ScopeProject, project: dir, prefix: []string{sp.top}}
+			g := &group{scope: ScopeProject, project: dir, prefix: sp.prefix(f.parsed)}
 			if f.err == nil && f.parsed != nil && f.parsed.json != nil {
 				var err error
 				if g.sources, err = f.parsed.jsonEntries(g.prefix); err != nil {
@@ -247,7 +248,7 @@ func (m *Manager) scanClient(sp *spec, recs map[string]*record, seen map[string]
 // jsonGroups returns the servers objects of a user file: Claude Code's
 // ~/.claude.json has the user's own and one per project (local scope).
 func (m *Manager) jsonGroups(sp *spec, f *scannedFile) []*group {
-	g := &group{scope: ScopeUser, prefix: []string{sp.top}}
+	g := &group{scope: ScopeUser, prefix: sp.prefix(f.parsed)}
 	var err error
 	if g.sources, err = f.parsed.jsonEntries(g.prefix); err != nil {
 		f.err = err

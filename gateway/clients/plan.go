@@ -827,18 +827,24 @@ func (m *Manager) jsonFields(sp *spec, p *parsed, src *source, server string, ke
 	}
 	var fields []jfield
 	if src.hasType {
-		fields = append(fields, strField("type", "stdio"))
+		fields = append(fields, strField("type", sp.writtenType(src.typ)))
 	}
 	fields = append(fields, before...)
 	args := m.proxyArgs(sp.id, server)
-	env := jfield{key: "env", obj: keepEnv}
-	if src.legacyZed {
+	env := jfield{key: sp.env(), obj: keepEnv}
+	switch {
+	case sp.cmdList:
+		fields = append(fields, jfield{key: "command", list: append([]string{m.exe}, args...)})
+		if len(keepEnv) > 0 {
+			fields = append(fields, env)
+		}
+	case src.legacyZed:
 		sub := []jfield{strField("path", m.exe), {key: "args", list: args}}
 		if len(keepEnv) > 0 {
 			sub = append(sub, env)
 		}
 		fields = append(fields, jfield{key: "command", sub: sub})
-	} else {
+	default:
 		fields = append(fields, strField("command", m.exe), jfield{key: "args", list: args})
 		if len(keepEnv) > 0 {
 			fields = append(fields, env)
