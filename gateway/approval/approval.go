@@ -187,14 +187,14 @@
 // process of the user can ask (asking cannot approve anything); one that can
 // write to the folder the Gatehouse programs are installed in, or drive the
 // real app's window, or type into the terminal approver's terminal, or
-// attach a debugger to it, can still answer in a person's place;
-// credentials are those of the process that connected (for the approver:
-// the one that listened), even if it has since handed the connection on or
-// run another program, so a program that listens and then runs a Gatehouse
-// program in its own process passes the check. A decision's [Via] is what
-// the approver could tell, and such answers say "window" or "terminal".
-// That is Gatehouse's claim boundary. On macOS and the BSDs there is no peer check yet, only the
-// folder's permissions.
+// attach a debugger to it, can still answer in a person's place. The
+// approver check is made of the process that listened (SO_PEERCRED) and,
+// for every answer, of the process that wrote it (SO_PASSCRED), so a
+// program that listens, hands the connection to a process of its own and
+// then runs a Gatehouse program in the listening one is refused. A
+// decision's [Via] is what the approver could tell, and such answers say
+// "window" or "terminal". That is Gatehouse's claim boundary. On macOS and
+// the BSDs there is no peer check yet, only the folder's permissions.
 //
 // On Windows, the standard library has no named pipes, so the socket is a
 // Unix domain socket too (Windows 10 1803 and later), protected only by the

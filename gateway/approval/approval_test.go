@@ -860,6 +860,13 @@ func helper(mode, path string) int {
 	case "ask":
 		_, err := Ask(context.Background(), path, call(`{}`), 0, nil)
 		fmt.Println(err)
+	case "write-fd3":
+		// A process the listener handed its connection to writes on it.
+		f := os.NewFile(3, "conn")
+		if _, err := f.WriteString(`{"v":2,"type":"pending","id":"x","approver":"forged"}` + "\n"); err != nil {
+			fmt.Println(err)
+			return 1
+		}
 	}
 	return 0
 }

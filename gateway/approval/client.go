@@ -23,6 +23,10 @@ const (
 	ioTimeout   = 5 * time.Second
 )
 
+// errForgedAnswer is an answer written by a process that is not an
+// approver, on a connection an approver's program listened for.
+var errForgedAnswer = errors.New("an answer written by another program than the approver")
+
 // progressEvery is ProgressEvery; tests shorten it.
 var progressEvery = ProgressEvery
 
@@ -54,7 +58,7 @@ func Ask(ctx context.Context, socketPath string, req Request, wait time.Duration
 	if wait > 0 {
 		req.WaitUntil = start.Add(wait).UTC()
 	}
-	d := net.Dialer{Timeout: dialTimeout}
+	d := net.Dialer{Timeout: dialTimeout, Control: passCredentials}
 	nc, err := d.DialContext(ctx, "unix", socketPath)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -68,6 +72,11 @@ func Ask(ctx context.Context, socketPath string, req Request, wait time.Duration
 	}
 	if err := checkApprover(nc); err != nil {
 		return Decision{}, fmt.Errorf("%w (refused: %v)", ErrNoApprover, err)
+	}
+	// Every answer is read with its writer's credentials, checked as the
+	// listener's were: the listener may have handed the connection on.
+	if nc, err = verifiedReads(nc); err != nil {
+		return Decision{}, fmt.Errorf("%w (%v)", ErrNoApprover, err)
 	}
 	// A cancelled ctx closes the connection without a detach: the approver
 	// withdraws the request.
@@ -174,6 +183,8 @@ func (a *asker) read() (*message, error) {
 		return nil, err
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrClosed):
 		return nil, fmt.Errorf("%w (the approver closed the connection)", ErrNoApprover)
+	case errors.Is(err, errForgedAnswer):
+		return nil, fmt.Errorf("%w (refused: %v)", ErrNoApprover, err)
 	case errors.Is(err, errLineTooLong), errors.Is(err, io.ErrUnexpectedEOF):
 		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
 	case err != nil:
