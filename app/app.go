@@ -213,6 +213,7 @@ type UI struct {
 	foreground bool   // one of the app's windows has the focus
 	status     status // what the sidebar and the tray say
 	statusGen  uint64 // counts status reads; only the latest is shown
+	trayShown  trayLook // the tray icon on the panel
 	stopPoll   func() bool
 	polling    bool        // startPolling ran
 	dbInfo     os.FileInfo // the database file as it was opened
@@ -337,7 +338,8 @@ func (u *UI) setupTray() bool {
 		return false
 	}
 	d.SetSystemTrayMenu(u.trayMenu())
-	d.SetSystemTrayIcon(trayIconResource)
+	u.trayShown = u.status.trayLook()
+	d.SetSystemTrayIcon(trayIcon(u.trayShown))
 	// Where the tray host supports it (Windows, macOS, most Linux panels), a
 	// click on the icon opens the window and the menu is on the other button.
 	d.SetSystemTrayWindow(u.win)
