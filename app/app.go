@@ -210,9 +210,9 @@ type UI struct {
 	agents     *agentsPage
 	shown      bool // the window has been shown at least once
 	approvals  *approvals
-	foreground bool   // one of the app's windows has the focus
-	status     status // what the sidebar and the tray say
-	statusGen  uint64 // counts status reads; only the latest is shown
+	foreground bool     // one of the app's windows has the focus
+	status     status   // what the sidebar and the tray say
+	statusGen  uint64   // counts status reads; only the latest is shown
 	trayShown  trayLook // the tray icon on the panel
 	stopPoll   func() bool
 	polling    bool        // startPolling ran

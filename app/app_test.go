@@ -58,7 +58,7 @@ type harness struct {
 	// agentsHome is the user home folder where the UI looks for MCP
 	// clients' configs.
 	agentsHome string
-	mu        sync.Mutex // held while a callback of the UI runs: the "main thread"
+	mu         sync.Mutex // held while a callback of the UI runs: the "main thread"
 }
 
 // serialized runs f holding h.mu: the UI's callbacks from its reads run one
