@@ -462,6 +462,7 @@ func (a *trayApp) SendNotification(n *fyne.Notification) {
 func TestTray(t *testing.T) {
 	a := &trayApp{App: test.NewTempApp(t), quit: make(chan struct{}, 2)}
 	h := newHarness(t, a, everything)
+	h.ui.trayHost = func() bool { return true }
 	if !h.ui.HasTray() {
 		t.Fatal("HasTray() = false with a tray-capable driver, want true")
 	}

@@ -54,6 +54,7 @@ type shell struct {
 	stateText  *widget.RichText
 	pause      *widget.Button
 	homeText   *widget.RichText
+	quit       *widget.Button // quits, after asking
 
 	// Banners above every view.
 	waiting     fyne.CanvasObject // shown while approval requests wait
@@ -113,6 +114,10 @@ func newShell(u *UI, home, version string) *shell {
 	if version != "" {
 		footer = append(footer, text("Gatehouse "+version, caption))
 	}
+	s.quit = widget.NewButtonWithIcon("Quit Gatehouse", theme.LogoutIcon(), u.confirmQuit)
+	s.quit.Importance = widget.LowImportance
+	s.quit.Alignment = widget.ButtonAlignLeading
+	footer = append(footer, s.quit)
 
 	pad := theme.Padding()
 	sidebarBody := container.NewBorder(
@@ -300,8 +305,10 @@ func (s *shell) showWaiting(n int) {
 // showApprover says why Gatehouse cannot answer approval requests, or
 // nothing when err is nil.
 func (s *shell) showApprover(err error) {
+	var running *approval.RunningError
 	switch {
-	case err == nil:
+	case err == nil, errors.As(err, &running) && running.Self():
+		// None, or the approver is this app itself: it answers.
 		s.approver.Hide()
 	case errors.Is(err, approval.ErrApproverRunning):
 		setText(s.apTitle, "Approval requests go to another approver")
