@@ -770,3 +770,26 @@ func tildePath(path, home string) string {
 	}
 	return "~" + string(filepath.Separator) + rel
 }
+
+// fixedHeight gives o the height h, whatever it asks for: text that
+// wraps to another line does not move what is below it.
+func fixedHeight(h float32, o fyne.CanvasObject) fyne.CanvasObject {
+	return container.New(&fixedHeightLayout{h: h}, o)
+}
+
+type fixedHeightLayout struct{ h float32 }
+
+func (l *fixedHeightLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Resize(size)
+		o.Move(fyne.Position{})
+	}
+}
+
+func (l *fixedHeightLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	var w float32
+	for _, o := range objs {
+		w = max(w, o.MinSize().Width)
+	}
+	return fyne.NewSize(w, l.h)
+}
