@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"os"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -103,6 +104,22 @@ func (p *agentsPage) manager(ctx context.Context) (*clients.Manager, error) {
 		home = ""
 	}
 	return clients.New(ctx, p.u.st, &clients.Options{Env: p.env, Keychain: p.u.core.kc, Executable: exe, Home: home})
+}
+
+// scanner returns a clients manager for reading the configs only: a
+// scan never writes the proxy's path, so without a proxy beside the app
+// it reads with the app's own path in its place, and the status can still
+// say which servers run through Gatehouse.
+func (p *agentsPage) scanner(ctx context.Context) (*clients.Manager, error) {
+	m, err := p.manager(ctx)
+	if !errors.Is(err, install.ErrProxyNotFound) {
+		return m, err
+	}
+	self, xerr := os.Executable()
+	if xerr != nil {
+		return nil, err
+	}
+	return clients.New(ctx, p.u.st, &clients.Options{Env: p.env, Keychain: p.u.core.kc, Executable: self})
 }
 
 // refresh looks at the clients again.

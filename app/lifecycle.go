@@ -5,6 +5,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -53,18 +54,19 @@ func (u *UI) askOnClose() {
 	if u.closing != nil {
 		return
 	}
-	msg := widget.NewLabel("There is no tray icon on this desktop to bring the window back from. " +
-		"Gatehouse can keep running without a window, answering your agents' approval requests: start Gatehouse again " +
-		"(from the applications menu, or gatehouse-app) and this window comes back.\n\n" +
-		"If you quit, tool calls that need approval are denied until Gatehouse runs again.")
-	msg.Wrapping = fyne.TextWrapWord
+	// Broken by hand: a dialog gives a wrapping label no width to wrap at.
+	msg := widget.NewLabel("There is no tray icon on this desktop to bring the window back from.\n" +
+		"Gatehouse can keep running without a window, answering your agents'\n" +
+		"approval requests: start Gatehouse again (from the applications menu,\n" +
+		"or gatehouse-app) and this window comes back.\n\n" +
+		"If you quit, tool calls that need approval are denied until Gatehouse\n" +
+		"runs again.")
 	keep := widget.NewButton(labelKeepRunning, nil)
 	keep.Importance = widget.HighImportance
 	quit := widget.NewButton(labelQuit, nil)
 	quit.Importance = widget.DangerImportance
 	cancel := widget.NewButton("Cancel", nil)
-	body := container.NewBorder(nil, container.NewHBox(cancel, widget.NewSeparator(), quit, keep), nil, nil,
-		container.NewGridWrap(fyne.NewSize(460, msg.MinSize().Height*5), msg))
+	body := container.NewVBox(msg, container.NewHBox(layout.NewSpacer(), cancel, quit, keep))
 	d := dialog.NewCustomWithoutButtons("Close the Gatehouse window?", body, u.win)
 	done := func(then func()) func() {
 		return func() {

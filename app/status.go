@@ -246,7 +246,7 @@ func (u *UI) readProtection(ctx context.Context, servers []store.Server) (agentC
 			held += countHeld(ts)
 		}
 	}
-	m, err := u.agents.manager(ctx)
+	m, err := u.agents.scanner(ctx)
 	if err != nil {
 		a.err = err
 		return a, held
