@@ -655,8 +655,13 @@ func TestApproverError(t *testing.T) {
 		if !errors.Is(err, approval.ErrApproverRunning) {
 			t.Fatalf("second Listen: %v, want ErrApproverRunning", err)
 		}
+		// The approver that runs is this process: the app never blames
+		// itself.
 		h := newHarness(t, nil, everything)
 		h.ui.SetApproverError(err)
+		assertHides(t, h.screen(), "another approver", "Another approver")
+		// Another process.
+		h.ui.SetApproverError(&approval.RunningError{PID: os.Getpid() + 1})
 		assertShows(t, h.screen(), "Approval requests go to another approver", "Another approver is running: pid", "everything")
 		h.ui.SetApproverError(nil)
 		assertHides(t, h.screen(), "another approver")

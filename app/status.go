@@ -13,7 +13,6 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/clients"
 	"github.com/gatehouse-dev/gatehouse/gateway/gate"
-	"github.com/gatehouse-dev/gatehouse/gateway/policy"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
@@ -229,32 +228,21 @@ func (u *UI) refreshStatus() {
 // servers held for review. It runs on a read's goroutine.
 func (u *UI) readProtection(ctx context.Context, servers []store.Server) (agentCounts, int) {
 	var a agentCounts
-	tools := map[string][]gate.ToolStatus{}
-	ps, err := u.core.policies(ctx)
-	var pol *policy.Policy
-	if err == nil {
-		pol, err = ps.Current(ctx)
+	held := u.readHeld(ctx, servers)
+	total := 0
+	for _, n := range held {
+		total += n
 	}
-	held := 0
-	if err == nil {
-		for _, s := range servers {
-			ts, err := gate.Tools(ctx, u.st, pol, s.Name, s.Trusted)
-			if err != nil {
-				continue
-			}
-			tools[s.Name] = ts
-			held += countHeld(ts)
-		}
-	}
+	listed := u.readListed(ctx, servers)
 	m, err := u.agents.scanner(ctx)
 	if err != nil {
 		a.err = err
-		return a, held
+		return a, total
 	}
 	cs, err := m.Scan(ctx)
 	if err != nil {
 		a.err = err
-		return a, held
+		return a, total
 	}
 	for _, c := range cs {
 		for _, f := range c.Files {
@@ -263,7 +251,7 @@ func (u *UI) readProtection(ctx context.Context, servers []store.Server) (agentC
 				case clients.Governed:
 					a.total++
 					a.governed++
-					if len(tools[e.Server]) > 0 {
+					if listed[e.Server] {
 						a.seen++
 					}
 				case clients.NotGoverned, clients.Added, clients.Changed:
@@ -272,7 +260,27 @@ func (u *UI) readProtection(ctx context.Context, servers []store.Server) (agentC
 			}
 		}
 	}
-	return a, held
+	return a, total
+}
+
+// readListed says, for each server, whether a proxy has listed its tools:
+// they are pinned when first listed. It runs on a read's goroutine.
+func (u *UI) readListed(ctx context.Context, servers []store.Server) map[string]bool {
+	listed := map[string]bool{}
+	ps, err := u.core.policies(ctx)
+	if err != nil {
+		return listed
+	}
+	pol, err := ps.Current(ctx)
+	if err != nil {
+		return listed
+	}
+	for _, s := range servers {
+		if ts, err := gate.Tools(ctx, u.st, pol, s.Name, s.Trusted); err == nil && len(ts) > 0 {
+			listed[s.Name] = true
+		}
+	}
+	return listed
 }
 
 // countHeld counts the tools whose definition changed since it was
