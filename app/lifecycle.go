@@ -123,6 +123,13 @@ func (u *UI) addShortcuts() {
 	cv := u.win.Canvas()
 	cv.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyQ, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { u.confirmQuit() })
 	cv.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyW, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { u.closeWindow() })
+	cv.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyF, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { u.searchHistory() })
+}
+
+// searchHistory opens the history with the keyboard in its search field.
+func (u *UI) searchHistory() {
+	u.Open(pageHistory)
+	u.win.Canvas().Focus(u.history.search)
 }
 
 // Raise shows the main window in front, on view when it is not empty: what

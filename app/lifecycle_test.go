@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 )
 
@@ -116,5 +117,21 @@ func TestQuitFromWindow(t *testing.T) {
 	case <-a.quit:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no Quit 10s after the confirmation")
+	}
+}
+
+// TestCtrlFSearches: Ctrl+F opens the history with the search field
+// focused, from any view.
+func TestCtrlFSearches(t *testing.T) {
+	h := newHarness(t, nil)
+	h.ui.Open(pageSettings)
+	h.locked(func() {
+		h.ui.win.Canvas().(fyne.Shortcutable).TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyF, Modifier: fyne.KeyModifierShortcutDefault})
+	})
+	if h.ui.shell.current.id != pageHistory {
+		t.Errorf("Ctrl+F shows %s, want the history", h.ui.shell.current.id)
+	}
+	if h.ui.win.Canvas().Focused() != h.ui.history.search {
+		t.Error("Ctrl+F did not put the keyboard in the search field")
 	}
 }
