@@ -77,7 +77,7 @@ func newServersPage(u *UI) *serversPage {
 	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), u.Refresh)
 	add := widget.NewButtonWithIcon("Add server", theme.ContentAddIcon(), func() { p.openForm(nil) })
 	add.Importance = widget.HighImportance
-	header := pageHeader("Servers", "The MCP servers Gatehouse governs. An MCP client reaches each through gatehouse proxy NAME.", refresh, add)
+	header := pageHeader("Servers", "The MCP servers registered in Gatehouse. Each is protected once an agent runs it through gatehouse proxy NAME (see Protect my agents).", refresh, add)
 
 	// The list.
 	p.list = widget.NewList(

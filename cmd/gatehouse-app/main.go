@@ -121,8 +121,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// Quit cleanly on SIGINT and SIGTERM (a logout, a service manager). Fyne
 	// installs its own handler only once Run is under way; a signal before
 	// that would kill the app without closing the store.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 
 	level := new(slog.LevelVar)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -214,6 +224,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case <-ran:
 		}
 	}()
+	// Once the event loop runs, Fyne's own handler quits on SIGINT and
+	// SIGTERM; ours would quit a second time, late, on a driver already
+	// torn down (a panic in GLFW). It only covers the time before.
+	signal.Stop(sigs)
 	a.Run()
 	close(ran)
 	stopWaiting()

@@ -641,7 +641,7 @@ func TestApprovalUnderXvfb(t *testing.T) {
 			id := waitWindow(t, xdo, regexp.QuoteMeta(title)+"$", exited, &waited, &stderr)
 			// The answers take clicks once the window has been up a moment.
 			time.Sleep(time.Second)
-			if *screenshots != "" {
+			if *screenshots != "" && tt.shot != "" {
 				capture(t, importCmd, display, id, filepath.Join(*screenshots, tt.shot))
 			}
 			geom, err := xdo("getwindowgeometry", "--shell", id)
