@@ -223,10 +223,11 @@ type UI struct {
 	agents     *agentsPage
 	shown      bool // the window has been shown at least once
 	approvals  *approvals
-	foreground bool     // one of the app's windows has the focus
-	status     status   // what the sidebar and the tray say
-	statusGen  uint64   // counts status reads; only the latest is shown
-	trayShown  trayLook // the tray icon on the panel
+	foreground bool       // one of the app's windows has the focus
+	status     status     // what the sidebar and the tray say
+	statusGen  uint64     // counts status reads; only the latest is shown
+	trayShown  trayLook   // the tray icon on the panel; guarded by trayMu
+	trayMu     sync.Mutex // held while the tray's menu and icon are set
 	stopPoll   func() bool
 	polling    bool          // startPolling ran
 	dbInfo     os.FileInfo   // the database file as it was opened
@@ -328,6 +329,9 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 		}
 	})
 	a.Lifecycle().SetOnExitedForeground(func() { u.foreground = false })
+	// Once the event loop stopped, nothing is shown any more: reads that
+	// land while the driver shuts down are dropped.
+	a.Lifecycle().SetOnStopped(u.cancel)
 	// Started hidden in the tray, the app still says how things stand.
 	a.Lifecycle().SetOnStarted(func() {
 		u.refreshStatus()

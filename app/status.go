@@ -299,6 +299,11 @@ func countHeld(ts []gate.ToolStatus) int {
 func (u *UI) statusChanged() {
 	u.shell.showState(u.status)
 	if d, ok := u.app.(desktop.App); ok && u.tray {
+		// Normally on the Fyne thread; but while the driver shuts down it
+		// runs what was queued on the goroutines that queued it, and the
+		// tray does not take two menus at once.
+		u.trayMu.Lock()
+		defer u.trayMu.Unlock()
 		d.SetSystemTrayMenu(u.trayMenu())
 		if look := u.status.trayLook(); look != u.trayShown {
 			u.trayShown = look
