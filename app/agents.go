@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"os"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -36,6 +37,7 @@ type agentsPage struct {
 	undo    *widget.Button
 	list    *fyne.Container
 	clients []clients.Client
+	held    map[string]int // by Gatehouse server: its tools held for review
 
 	// done, when set, runs after a scan or an apply reaches the view.
 	// Tests use it to wait without sleeping.
@@ -105,20 +107,50 @@ func (p *agentsPage) manager(ctx context.Context) (*clients.Manager, error) {
 	return clients.New(ctx, p.u.st, &clients.Options{Env: p.env, Keychain: p.u.core.kc, Executable: exe, Home: home})
 }
 
+// scanner returns a clients manager for reading the configs only: a
+// scan never writes the proxy's path, so without a proxy beside the app
+// it reads with the app's own path in its place, and the status can still
+// say which servers run through Gatehouse.
+func (p *agentsPage) scanner(ctx context.Context) (*clients.Manager, error) {
+	m, err := p.manager(ctx)
+	if !errors.Is(err, install.ErrProxyNotFound) {
+		return m, err
+	}
+	self, xerr := os.Executable()
+	if xerr != nil {
+		return nil, err
+	}
+	return clients.New(ctx, p.u.st, &clients.Options{Env: p.env, Keychain: p.u.core.kc, Executable: self})
+}
+
 // refresh looks at the clients again.
 func (p *agentsPage) refresh() {
 	p.gen++
 	gen := p.gen
-	goRead(p.u, func(ctx context.Context) ([]clients.Client, error) {
+	type read struct {
+		cs   []clients.Client
+		held map[string]int
+	}
+	goRead(p.u, func(ctx context.Context) (read, error) {
 		m, err := p.manager(ctx)
 		if err != nil {
-			return nil, err
+			return read{}, err
 		}
-		return m.Scan(ctx)
-	}, func(cs []clients.Client, err error) {
+		cs, err := m.Scan(ctx)
+		if err != nil {
+			return read{}, err
+		}
+		var held map[string]int
+		if servers, err := p.u.st.Servers(ctx); err == nil {
+			held = p.u.readHeld(ctx, servers)
+		}
+		return read{cs, held}, nil
+	}, func(r read, err error) {
 		if gen != p.gen {
 			return
 		}
+		cs := r.cs
+		p.held = r.held
 		if err != nil {
 			pr := explain("look at your MCP clients", err)
 			if errors.Is(err, install.ErrProxyNotFound) {
@@ -249,15 +281,16 @@ func (p *agentsPage) clientCard(c clients.Client) fyne.CanvasObject {
 			rows = append(rows, text("no MCP servers", caption))
 		}
 		for _, e := range f.Entries {
-			rows = append(rows, entryRow(e))
+			rows = append(rows, entryRow(e, p.held[e.Server]))
 		}
 	}
 	return container.New(layout.NewCustomPaddedLayout(0, theme.Padding()*2, 0, 0), newPanel(theme.ColorNameInputBackground, 0, container.NewVBox(rows...)))
 }
 
-// entryRow is one server of a client's file: its name, what it runs, and
-// where Gatehouse stands with it.
-func entryRow(e clients.Entry) fyne.CanvasObject {
+// entryRow is one server of a client's file: its name, what it runs,
+// where Gatehouse stands with it, and how many of its tools are held for
+// review.
+func entryRow(e clients.Entry, held int) fyne.CanvasObject {
 	c := newChip()
 	c.set(stateLook(e.State))
 	target := e.Target
@@ -271,7 +304,12 @@ func entryRow(e clients.Entry) fyne.CanvasObject {
 	d := text(plainLine(detail), caption)
 	d.Truncation = fyne.TextTruncateEllipsis
 	name := text(plainLine(e.Name), widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true})
-	return container.NewBorder(nil, nil, nil, fixedWidth(150, container.NewCenter(c)), compact(name, pullUp(d)))
+	var top fyne.CanvasObject = name
+	if held > 0 && e.Server != "" {
+		top = container.NewHBox(name, text(heldWords(held)+" held for review in Servers",
+			widget.RichTextStyle{ColorName: theme.ColorNameWarning, SizeName: theme.SizeNameCaptionText, TextStyle: fyne.TextStyle{Bold: true}, Inline: true}))
+	}
+	return container.NewBorder(nil, nil, nil, fixedWidth(150, container.NewCenter(c)), compact(top, pullUp(d)))
 }
 
 // stateLook returns the words and colour of an entry's state.

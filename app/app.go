@@ -96,9 +96,18 @@
 // When the driver supports a system tray ([desktop.App]), [New] adds a tray
 // icon whose menu says how things stand (servers protected, calls today,
 // approvals waiting), pauses and resumes, opens the history, the settings
-// or the window, and quits. Closing the window then only hides it;
-// Gatehouse keeps running in the tray until Quit. Without a tray, closing
-// the window quits, since nothing could bring it back.
+// or the window, and quits. The icon shows the same state as the sidebar: a
+// badge when some servers bypass Gatehouse, and another while an approval
+// waits. A server is protected when an agent's config runs it through
+// gatehouse proxy and a proxy has run it since; a server registered in
+// Gatehouse and launched directly by the agent is not.
+//
+// Closing the window hides it while a tray icon is on screen, and says so
+// once. On a Linux desktop without a tray host the icon is nowhere to be
+// seen, so closing asks: keep running without a window (a second start of
+// Gatehouse brings the window back, see [UI.Raise]) or quit. Quit is in the
+// tray menu, at the foot of the sidebar and on Ctrl+Q. A driver with no
+// tray at all quits when the window closes.
 //
 // # Threads
 //
@@ -121,6 +130,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 
 	"github.com/gatehouse-dev/gatehouse/assets"
@@ -177,15 +187,18 @@ type Options struct {
 // A UI is the Gatehouse interface on one [fyne.App]: its tray icon, its
 // main window and its approval window.
 type UI struct {
-	app     fyne.App
-	st      *store.Store
-	core    *core
-	log     *slog.Logger
-	tray    bool // a tray icon was set up, so closing the window hides it
-	poll    time.Duration
-	exe     string
-	version string
-	level   *slog.LevelVar
+	app  fyne.App
+	st   *store.Store
+	core *core
+	log  *slog.Logger
+	tray bool // the driver has a tray: an icon and menu were set up
+	// trayHost reports whether a tray host shows the icon now: without
+	// one, closing the window asks instead of hiding it.
+	trayHost func() bool
+	poll     time.Duration
+	exe      string
+	version  string
+	level    *slog.LevelVar
 
 	ctx    context.Context // cancelled by Close; parent of every store read
 	cancel context.CancelFunc
@@ -210,12 +223,16 @@ type UI struct {
 	agents     *agentsPage
 	shown      bool // the window has been shown at least once
 	approvals  *approvals
-	foreground bool   // one of the app's windows has the focus
-	status     status // what the sidebar and the tray say
-	statusGen  uint64 // counts status reads; only the latest is shown
+	foreground bool       // one of the app's windows has the focus
+	status     status     // what the sidebar and the tray say
+	statusGen  uint64     // counts status reads; only the latest is shown
+	trayShown  trayLook   // the tray icon on the panel; guarded by trayMu
+	trayMu     sync.Mutex // held while the tray's menu and icon are set
 	stopPoll   func() bool
-	polling    bool        // startPolling ran
-	dbInfo     os.FileInfo // the database file as it was opened
+	polling    bool          // startPolling ran
+	dbInfo     os.FileInfo   // the database file as it was opened
+	toldHidden bool          // a notification said the window went to the tray
+	closing    dialog.Dialog // the question closing the window asks, while shown
 
 	// clock runs the views' timers (retries, debounce, polling).
 	clock clock
@@ -265,18 +282,19 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	u := &UI{
-		app:     a,
-		st:      st,
-		core:    newCore(ctx, st, kc, log.WithGroup("app")),
-		log:     log.WithGroup("app"),
-		poll:    poll,
-		exe:     opts.Executable,
-		version: opts.Version,
-		level:   opts.LogLevel,
-		ctx:     ctx,
-		cancel:  cancel,
-		clock:   systemClock{},
-		status:  status{today: -1},
+		app:      a,
+		st:       st,
+		core:     newCore(ctx, st, kc, log.WithGroup("app")),
+		log:      log.WithGroup("app"),
+		poll:     poll,
+		exe:      opts.Executable,
+		version:  opts.Version,
+		level:    opts.LogLevel,
+		ctx:      ctx,
+		cancel:   cancel,
+		clock:    systemClock{},
+		status:   status{today: -1},
+		trayHost: trayHostRunning,
 	}
 	u.dbInfo, _ = os.Stat(st.DatabasePath())
 
@@ -299,10 +317,11 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 
 	u.tray = u.setupTray()
 	if u.tray {
-		u.win.SetCloseIntercept(u.win.Hide) // Quit is in the tray menu
+		u.win.SetCloseIntercept(u.closeWindow)
 	} else {
 		u.win.SetMaster()
 	}
+	u.addShortcuts()
 	a.Lifecycle().SetOnEnteredForeground(func() {
 		u.foreground = true
 		if u.shown {
@@ -310,6 +329,9 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 		}
 	})
 	a.Lifecycle().SetOnExitedForeground(func() { u.foreground = false })
+	// Once the event loop stopped, nothing is shown any more: reads that
+	// land while the driver shuts down are dropped.
+	a.Lifecycle().SetOnStopped(u.cancel)
 	// Started hidden in the tray, the app still says how things stand.
 	a.Lifecycle().SetOnStarted(func() {
 		u.refreshStatus()
@@ -337,16 +359,18 @@ func (u *UI) setupTray() bool {
 		return false
 	}
 	d.SetSystemTrayMenu(u.trayMenu())
-	d.SetSystemTrayIcon(trayIconResource)
+	u.trayShown = u.status.trayLook()
+	d.SetSystemTrayIcon(trayIcon(u.trayShown))
 	// Where the tray host supports it (Windows, macOS, most Linux panels), a
 	// click on the icon opens the window and the menu is on the other button.
 	d.SetSystemTrayWindow(u.win)
 	return true
 }
 
-// HasTray reports whether Gatehouse has a tray icon, so that the main window
-// can be hidden and opened again from the tray.
-func (u *UI) HasTray() bool { return u.tray }
+// HasTray reports whether Gatehouse has a tray icon on screen, so that the
+// main window can be hidden and opened again from the tray. On Linux that
+// needs a tray host, which a desktop may lack.
+func (u *UI) HasTray() bool { return u.tray && u.trayHost() }
 
 // Window returns the main window.
 func (u *UI) Window() fyne.Window { return u.win }

@@ -17,6 +17,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/clients"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
@@ -54,7 +55,10 @@ type harness struct {
 	status    chan struct{}
 	kc        *fakeKeychain
 	clock     *fakeClock // the UI's, once useClock gave it one
-	mu        sync.Mutex // held while a callback of the UI runs: the "main thread"
+	// agentsHome is the user home folder where the UI looks for MCP
+	// clients' configs.
+	agentsHome string
+	mu         sync.Mutex // held while a callback of the UI runs: the "main thread"
 }
 
 // serialized runs f holding h.mu: the UI's callbacks from its reads run one
@@ -86,11 +90,25 @@ func newHarness(t *testing.T, a fyne.App, servers ...store.Server) *harness {
 	t.Cleanup(h.ui.Close)
 	h.ui.refreshed = h.signal(h.refreshed)
 	h.ui.statusShown = h.signal(h.status)
+	h.agentsHome = quietMachine(t, h.ui)
 	h.ui.ShowMain()
 	h.waitRefresh()
 	h.waitStatus()
 	h.settle()
 	return h
+}
+
+// quietMachine points the UI's look at MCP clients to a user home folder
+// of the test's own, with no client in it until the test writes one, and
+// returns that folder.
+func quietMachine(t *testing.T, u *UI) string {
+	t.Helper()
+	home := t.TempDir()
+	u.agents.env = &clients.Env{GOOS: "linux", Home: home, Cwd: home, Path: "/usr/bin:/bin",
+		Running: func(clients.ID) (bool, time.Time, error) { return false, time.Time{}, nil },
+		Tracked: func(string) bool { return false }}
+	u.agents.proxy = "/opt/gatehouse/gatehouse"
+	return home
 }
 
 // signal returns a callback that signals on ch, dropping the signal when
@@ -444,6 +462,7 @@ func (a *trayApp) SendNotification(n *fyne.Notification) {
 func TestTray(t *testing.T) {
 	a := &trayApp{App: test.NewTempApp(t), quit: make(chan struct{}, 2)}
 	h := newHarness(t, a, everything)
+	h.ui.trayHost = func() bool { return true }
 	if !h.ui.HasTray() {
 		t.Fatal("HasTray() = false with a tray-capable driver, want true")
 	}
@@ -462,11 +481,13 @@ func TestTray(t *testing.T) {
 			quits++
 		}
 	}
-	if want := []string{"Protecting 1 server", "0 calls today", "---", "Pause all tool calls", "---",
+	// everything is registered, but no agent's config runs it through
+	// Gatehouse: it is not protected.
+	if want := []string{"Not protecting: no agent runs your servers through Gatehouse", "Protect my agents…", "0 calls today", "---", "Pause all tool calls", "---",
 		"Open Gatehouse", "Open history", "Open settings", "---", "Quit"}; !slices.Equal(labels, want) {
 		t.Errorf("tray menu = %q, want %q", labels, want)
 	}
-	if !a.menu.Items[0].Disabled || !a.menu.Items[1].Disabled {
+	if !a.menu.Items[0].Disabled || !a.menu.Items[2].Disabled {
 		t.Error("the status lines of the tray menu can be clicked")
 	}
 	if quits != 1 || !a.menu.Items[len(a.menu.Items)-1].IsQuit {

@@ -80,10 +80,10 @@ func newApprovals(u *UI, c clock) *approvals {
 	a.win.SetContent(a.view.content)
 	a.win.Resize(windowSize)
 	a.win.SetCloseIntercept(a.hide)
-	// Keys typed on the window, when no widget has the focus, are touches
-	// too.
+	// Keys typed on the window, when no widget has the focus, answer or
+	// move through the queue, and are touches too.
 	cv := a.win.Canvas()
-	cv.SetOnTypedKey(func(*fyne.KeyEvent) { a.touch() })
+	cv.SetOnTypedKey(a.typed)
 	cv.SetOnTypedRune(func(rune) { a.touch() })
 	if dc, ok := cv.(desktop.Canvas); ok {
 		dc.SetOnKeyDown(func(*fyne.KeyEvent) { a.touch() })
@@ -206,7 +206,7 @@ func countdown(left time.Duration, touched bool) string {
 	case left <= 0:
 		return "The agent was told approval is pending and to retry: your answer applies to its next identical call."
 	case touched:
-		return "Take your time: if the agent stops waiting, your answer applies to its next identical call."
+		return fmt.Sprintf("The agent is waiting: it is told approval is pending in %d s. Take your time: your answer also applies to its next identical call.", int(math.Ceil(left.Seconds())))
 	}
 	return fmt.Sprintf("The agent is waiting: it is told approval is pending in %d s.", int(math.Ceil(left.Seconds())))
 }
@@ -231,6 +231,35 @@ func (a *approvals) touch() {
 		a.stopTick()
 	}
 	a.tick()
+}
+
+// typed takes a key typed on the window while no widget has the focus:
+// Return gives the primary answer (Deny for a request to be careful with,
+// else Allow once), Escape denies, the left and right arrows show the
+// request before or after. Like a click, a key answers nothing while the
+// answers are disarmed.
+func (a *approvals) typed(e *fyne.KeyEvent) {
+	a.touch()
+	if len(a.queue) == 0 {
+		if e.Name == fyne.KeyEscape || e.Name == fyne.KeyReturn || e.Name == fyne.KeyEnter {
+			a.hide()
+		}
+		return
+	}
+	switch e.Name {
+	case fyne.KeyReturn, fyne.KeyEnter:
+		if carefulWith(a.queue[a.cur].req) {
+			a.answer(approval.ScopeDeny)
+		} else {
+			a.answer(approval.ScopeOnce)
+		}
+	case fyne.KeyEscape:
+		a.answer(approval.ScopeDeny)
+	case fyne.KeyLeft:
+		a.previous()
+	case fyne.KeyRight:
+		a.following()
+	}
 }
 
 // previous and following show the request before or after the one on
@@ -328,21 +357,14 @@ func (a *approvals) setMinutes(n int) {
 	a.touch()
 }
 
-// windowSize is the approval window's size, at most; minHeight is its
-// height at least, when it opens.
+// windowSize is the approval window's size: the same for every request, so
+// that the answers stay where the pointer found them.
 var windowSize = fyne.NewSize(640, 640)
-
-const minHeight = 440
 
 // raise shows the window in front of the others.
 func (a *approvals) raise() {
 	if !a.visible {
-		// As high as the request needs, within bounds.
 		a.win.Resize(windowSize)
-		if len(a.queue) > 0 {
-			h := min(max(a.view.fittingHeight(), minHeight), windowSize.Height)
-			a.win.Resize(fyne.NewSize(windowSize.Width, h))
-		}
 		if !a.placed {
 			a.placed = true
 			a.win.CenterOnScreen()

@@ -455,11 +455,11 @@ func TestApprovalCountdown(t *testing.T) {
 			h.clock.Advance(7 * time.Second)
 			assertShows(t, h.approvalScreen(), waitingText+" 38 s")
 			tt.touch(h)
+			// The countdown goes on: a touch only adds that there is time.
 			screen := h.approvalScreen()
-			assertShows(t, screen, touchedText)
-			assertHides(t, screen, waitingText)
+			assertShows(t, screen, touchedText, waitingText+" 38 s")
 			h.clock.Advance(10 * time.Second)
-			assertHides(t, h.approvalScreen(), waitingText)
+			assertShows(t, h.approvalScreen(), touchedText, waitingText+" 28 s")
 			h.clock.Advance(proxyWait)
 			assertShows(t, h.approvalScreen(), toldText, "delete_branch", "Allow once")
 		})
@@ -655,8 +655,13 @@ func TestApproverError(t *testing.T) {
 		if !errors.Is(err, approval.ErrApproverRunning) {
 			t.Fatalf("second Listen: %v, want ErrApproverRunning", err)
 		}
+		// The approver that runs is this process: the app never blames
+		// itself.
 		h := newHarness(t, nil, everything)
 		h.ui.SetApproverError(err)
+		assertHides(t, h.screen(), "another approver", "Another approver")
+		// Another process.
+		h.ui.SetApproverError(&approval.RunningError{PID: os.Getpid() + 1})
 		assertShows(t, h.screen(), "Approval requests go to another approver", "Another approver is running: pid", "everything")
 		h.ui.SetApproverError(nil)
 		assertHides(t, h.screen(), "another approver")
@@ -801,7 +806,7 @@ func TestCountdownText(t *testing.T) {
 		{37*time.Second + time.Millisecond, false, "The agent is waiting: it is told approval is pending in 38 s."},
 		{time.Millisecond, false, "The agent is waiting: it is told approval is pending in 1 s."},
 		{0, false, "The agent was told approval is pending and to retry: your answer applies to its next identical call."},
-		{20 * time.Second, true, "Take your time: if the agent stops waiting, your answer applies to its next identical call."},
+		{20 * time.Second, true, "The agent is waiting: it is told approval is pending in 20 s. Take your time: your answer also applies to its next identical call."},
 		{-time.Second, true, "The agent was told approval is pending and to retry: your answer applies to its next identical call."},
 	}
 	for _, tt := range tests {

@@ -36,14 +36,19 @@ type approvalView struct {
 	next     *widget.Button
 
 	// Banners under the header.
-	note     fyne.CanvasObject // what happened to the request before
-	noteText *widget.Label
-	changed  fyne.CanvasObject // the tool's definition changed
+	note        fyne.CanvasObject // what happened to the request before
+	noteText    *widget.Label
+	changed     fyne.CanvasObject // the tool's definition changed
+	changedText *widget.Label
 
 	body *container.Scroll // arguments, change, description
 
 	countdown *widget.RichText
 	timer     *widget.Icon
+	keys      *widget.RichText // what Return and Escape do
+
+	deny *widget.Button // the safe answer
+	once *widget.Button // Allow once: the primary answer unless the request is one to be careful with
 
 	answers     []*widget.Button // each answer's button
 	minutes     *widget.Button   // "Allow for 15 minutes", among answers
@@ -95,10 +100,10 @@ func newApprovalView(a *approvals) *approvalView {
 		container.NewVBox(widget.NewIcon(theme.NewPrimaryThemedResource(theme.InfoIcon()))), nil, v.noteText))
 	v.note.Hide()
 
-	changedText := widget.NewLabel("The tool's definition changed since you accepted it. Allowing this call accepts the new one.")
-	changedText.Wrapping = fyne.TextWrapWord
+	v.changedText = widget.NewLabel("")
+	v.changedText.Wrapping = fyne.TextWrapWord
 	v.changed = newPanel(theme.ColorNameWarning, 0x2A, container.NewBorder(nil, nil,
-		container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))), nil, changedText))
+		container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))), nil, v.changedText))
 	v.changed.Hide()
 
 	v.body = container.NewVScroll(layout.NewSpacer())
@@ -108,6 +113,7 @@ func newApprovalView(a *approvals) *approvalView {
 	v.timer = widget.NewIcon(theme.NewColoredResource(theme.HistoryIcon(), theme.ColorNamePlaceHolder))
 	v.countdown = text("", secondary)
 	v.countdown.Wrapping = fyne.TextWrapWord
+	v.keys = text("", caption)
 
 	answer := func(label string, imp widget.Importance, scope approval.Scope) *widget.Button {
 		b := widget.NewButton(label, func() { a.answer(scope) })
@@ -115,20 +121,26 @@ func newApprovalView(a *approvals) *approvalView {
 		v.answers = append(v.answers, b)
 		return b
 	}
-	deny := answer("Deny", widget.MediumImportance, approval.ScopeDeny)
+	v.deny = answer("Deny", widget.MediumImportance, approval.ScopeDeny)
 	alwaysDeny := answer("Always deny", widget.LowImportance, approval.ScopeAlwaysDeny)
-	once := answer("Allow once", widget.HighImportance, approval.ScopeOnce)
+	v.once = answer("Allow once", widget.HighImportance, approval.ScopeOnce)
 	session := answer("Allow for this session", widget.LowImportance, approval.ScopeSession)
 	v.minutes = answer(labelMinutes(defaultMinutes), widget.LowImportance, approval.ScopeMinutes)
 	always := answer("Always allow", widget.LowImportance, approval.ScopeAlways)
 	v.minutesMenu = widget.NewButtonWithIcon("", theme.MenuDropDownIcon(), func() { a.chooseMinutes(v.minutesMenu) })
 	v.minutesMenu.Importance = widget.LowImportance
 
-	minutes := container.New(layout.NewCustomPaddedHBoxLayout(0), v.minutes, v.minutesMenu)
+	// The footer keeps its size whatever it says: the countdown has room
+	// for two lines and the minutes' button for its longest label, so no
+	// button moves under the pointer.
+	minutes := container.New(layout.NewCustomPaddedHBoxLayout(0),
+		fixedWidth(widget.NewButton(labelMinutes(60), nil).MinSize().Width, v.minutes), v.minutesMenu)
 	more := container.NewHBox(alwaysDeny, layout.NewSpacer(), session, minutes, always)
-	main := container.NewBorder(nil, nil, container.NewCenter(v.timer), container.NewHBox(deny, once), v.countdown)
+	twoLines := text("1\n2", secondary).MinSize().Height
+	wait := container.NewBorder(nil, nil, container.NewVBox(v.timer), nil, fixedHeight(twoLines, v.countdown))
+	main := container.NewBorder(nil, nil, nil, container.NewHBox(v.deny, v.once), container.NewVBox(layout.NewSpacer(), v.keys, layout.NewSpacer()))
 	footer := container.NewStack(newBand(theme.ColorNameHeaderBackground), container.NewVBox(widget.NewSeparator(),
-		container.New(layout.NewCustomPaddedLayout(pad, pad*2, pad*3, pad*3), container.NewVBox(more, main))))
+		container.New(layout.NewCustomPaddedLayout(pad, pad*2, pad*3, pad*3), container.NewVBox(wait, more, main))))
 
 	v.request = container.NewBorder(
 		container.NewVBox(
@@ -177,23 +189,37 @@ func (v *approvalView) showRequest(r approval.Request, pos, n int) {
 	v.risk.set(riskLook(r.Risk))
 	v.setPosition(pos, n)
 	if r.Change != nil {
+		msg := "The tool's definition changed since you accepted it. Allowing this call accepts the new one."
+		if found := newlySensitive(r.Change.Old, r.Change.New); len(found) > 0 {
+			msg += "\n\nIt now mentions " + sensitiveList(found) + ", which it did not before. " +
+				"A tool that changes to reach for secrets is a known attack: deny unless you expected this."
+		}
+		v.changedText.SetText(msg)
 		v.changed.Show()
 	} else {
 		v.changed.Hide()
 	}
+	// The safe answer is the primary one, the one Return gives, for a
+	// request to be careful with.
+	keys := "Return: Allow once  ·  Esc: Deny  ·  ←/→: other requests"
+	if carefulWith(r) {
+		v.deny.Importance, v.once.Importance = widget.HighImportance, widget.MediumImportance
+		keys = "Return: Deny  ·  Esc: Deny  ·  ←/→: other requests"
+	} else {
+		v.deny.Importance, v.once.Importance = widget.MediumImportance, widget.HighImportance
+	}
+	if n < 2 {
+		keys = strings.TrimSuffix(keys, "  ·  ←/→: other requests")
+	}
+	setText(v.keys, keys)
+	v.deny.Refresh()
+	v.once.Refresh()
 	v.body.Content = requestBody(r)
 	v.body.Offset = fyne.Position{}
 	v.body.Refresh()
 	v.empty.Hide()
 	v.request.Show()
 	v.content.Refresh()
-}
-
-// fittingHeight returns the height at which the window shows the whole
-// request without scrolling, at its present width.
-func (v *approvalView) fittingHeight() float32 {
-	// The padding keeps the last line off the footer.
-	return v.request.MinSize().Height - v.body.MinSize().Height + v.body.Content.MinSize().Height + 2*theme.Padding()
 }
 
 // setPosition shows the place of the request on screen in the queue.
@@ -237,6 +263,12 @@ func (v *approvalView) setNote(s string) {
 	} else {
 		v.note.Show()
 	}
+}
+
+// carefulWith reports whether a request is one whose safe answer, Deny,
+// comes first: a changed tool's, or a critical call's.
+func carefulWith(r approval.Request) bool {
+	return r.Change != nil || strings.EqualFold(r.Risk, "critical")
 }
 
 // setArmed enables or disables the answers.

@@ -61,6 +61,7 @@ type serversPage struct {
 	detail  *serverDetail
 
 	servers  []store.Server // what the list shows
+	held     map[string]int // by server: its tools held for review
 	selected string         // the name of the server on the right
 	health   map[string]health
 	gen      uint64      // counts reads; only the latest one's result is shown
@@ -76,7 +77,7 @@ func newServersPage(u *UI) *serversPage {
 	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), u.Refresh)
 	add := widget.NewButtonWithIcon("Add server", theme.ContentAddIcon(), func() { p.openForm(nil) })
 	add.Importance = widget.HighImportance
-	header := pageHeader("Servers", "The MCP servers Gatehouse governs. An MCP client reaches each through gatehouse proxy NAME.", refresh, add)
+	header := pageHeader("Servers", "The MCP servers registered in Gatehouse. Each is protected once an agent runs it through gatehouse proxy NAME (see Protect my agents).", refresh, add)
 
 	// The list.
 	p.list = widget.NewList(
@@ -85,7 +86,7 @@ func newServersPage(u *UI) *serversPage {
 		func(id widget.ListItemID, o fyne.CanvasObject) {
 			if id < len(p.servers) {
 				s := p.servers[id]
-				o.(*serverRow).set(s, p.health[s.Name])
+				o.(*serverRow).set(s, p.health[s.Name], p.held[s.Name])
 			}
 		},
 	)
@@ -142,11 +143,23 @@ func newServersPage(u *UI) *serversPage {
 func (p *serversPage) refresh() {
 	p.gen++
 	gen := p.gen
-	goRead(p.u, func(ctx context.Context) ([]store.Server, error) {
-		return p.u.st.Servers(ctx)
-	}, func(servers []store.Server, err error) {
+	type read struct {
+		servers []store.Server
+		held    map[string]int
+	}
+	goRead(p.u, func(ctx context.Context) (read, error) {
+		servers, err := p.u.st.Servers(ctx)
+		if err != nil {
+			return read{}, err
+		}
+		return read{servers, p.u.readHeld(ctx, servers)}, nil
+	}, func(r read, err error) {
 		if gen != p.gen {
 			return
+		}
+		servers := r.servers
+		if err == nil {
+			p.held = r.held
 		}
 		if err != nil {
 			p.u.log.Error("refresh server list", "err", err)
@@ -335,6 +348,7 @@ type serverDetail struct {
 	info *fyne.Container // form rows
 
 	tools      []gate.ToolStatus
+	review     dialog.Dialog // the review of a changed tool, once opened
 	toolsErr   *widget.RichText
 	toolsCount *widget.RichText
 	toolList   *widget.List
@@ -543,22 +557,6 @@ func mergeProbed(tools []gate.ToolStatus, probed []gateway.ToolInfo, pol *policy
 	return tools
 }
 
-// showChange shows what changed in a tool's definition.
-func (d *serverDetail) showChange(t gate.ToolStatus) {
-	if t.Change == nil {
-		return
-	}
-	lines := diffLines(strings.Split(prettyJSON(t.Change.Old, false), "\n"), strings.Split(prettyJSON(t.Change.New, false), "\n"), 2)
-	body := container.NewVBox(
-		widget.NewLabel("The server lists a definition of "+plainLine(t.Name)+" other than the one you accepted. Its calls are held for your review; allowing one accepts the new definition."),
-		note("−  as you accepted it     +  as the server lists it now"),
-		newPanel(theme.ColorNameInputBackground, 0, diffView(lines)),
-	)
-	scroll := container.NewVScroll(body)
-	scroll.SetMinSize(fyne.NewSize(640, 420))
-	dialog.ShowCustom("What changed in "+plainLine(t.Name), "Close", scroll, d.p.u.win)
-}
-
 // serverInfo returns the rows describing s: what it runs or reaches, its
 // folder, the names of its environment variables or headers (never their
 // values, which often hold secrets), and what clients run.
@@ -674,6 +672,9 @@ func (r *toolRow) set(t gate.ToolStatus) {
 	switch t.Pin {
 	case gate.Changed:
 		r.pin.SetText("Review change")
+		if t.Rejected {
+			r.pin.SetText("Rejected: review")
+		}
 		r.pin.Show()
 		seg.Text = ""
 	case unpinned:
@@ -769,4 +770,27 @@ func tildePath(path, home string) string {
 		return "~"
 	}
 	return "~" + string(filepath.Separator) + rel
+}
+
+// fixedHeight gives o the height h, whatever it asks for: text that
+// wraps to another line does not move what is below it.
+func fixedHeight(h float32, o fyne.CanvasObject) fyne.CanvasObject {
+	return container.New(&fixedHeightLayout{h: h}, o)
+}
+
+type fixedHeightLayout struct{ h float32 }
+
+func (l *fixedHeightLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Resize(size)
+		o.Move(fyne.Position{})
+	}
+}
+
+func (l *fixedHeightLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	var w float32
+	for _, o := range objs {
+		w = max(w, o.MinSize().Width)
+	}
+	return fyne.NewSize(w, l.h)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -53,6 +54,7 @@ type shell struct {
 	stateText  *widget.RichText
 	pause      *widget.Button
 	homeText   *widget.RichText
+	quit       *widget.Button // quits, after asking
 
 	// Banners above every view.
 	waiting     fyne.CanvasObject // shown while approval requests wait
@@ -112,6 +114,10 @@ func newShell(u *UI, home, version string) *shell {
 	if version != "" {
 		footer = append(footer, text("Gatehouse "+version, caption))
 	}
+	s.quit = widget.NewButtonWithIcon("Quit Gatehouse", theme.LogoutIcon(), u.confirmQuit)
+	s.quit.Importance = widget.LowImportance
+	s.quit.Alignment = widget.ButtonAlignLeading
+	footer = append(footer, s.quit)
 
 	pad := theme.Padding()
 	sidebarBody := container.NewBorder(
@@ -227,25 +233,15 @@ func (s *shell) close() {
 
 // showState shows the gate's state in the sidebar and the pause banner.
 func (s *shell) showState(st status) {
-	green := color.NRGBA{R: 0x16, G: 0xA3, B: 0x4A, A: 0xFF}
-	amber := color.NRGBA{R: 0xD9, G: 0x77, B: 0x06, A: 0xFF}
-	grey := color.NRGBA{R: 0x9C, G: 0xA3, B: 0xAF, A: 0xFF}
-	switch {
-	case !st.loaded:
-		s.stateDot.FillColor = grey
-		setText(s.stateTitle, "Starting…")
-	case st.paused:
-		s.stateDot.FillColor = amber
-		setText(s.stateTitle, "Paused")
-	case st.servers == 0:
-		s.stateDot.FillColor = grey
-		setText(s.stateTitle, "No servers yet")
-	default:
-		s.stateDot.FillColor = green
-		setText(s.stateTitle, "Protecting "+countServers(st.servers))
-	}
+	title, t := st.headline()
+	s.stateDot.FillColor = toneColors[t]
+	setText(s.stateTitle, title)
 	s.stateDot.Refresh()
-	setText(s.stateText, st.summary())
+	summary := st.summary()
+	if why := st.why(); why != "" {
+		summary = strings.TrimSuffix(why+" · "+summary, " · ")
+	}
+	setText(s.stateText, summary)
 	if st.paused {
 		s.pause.SetText("Resume")
 		s.pause.SetIcon(theme.MediaPlayIcon())
@@ -260,6 +256,14 @@ func (s *shell) showState(st status) {
 	}
 	s.pause.Refresh()
 	s.banners.Refresh()
+}
+
+// toneColors are the sidebar's dot colours.
+var toneColors = map[tone]color.Color{
+	toneIdle: color.NRGBA{R: 0x9C, G: 0xA3, B: 0xAF, A: 0xFF},
+	toneGood: color.NRGBA{R: 0x16, G: 0xA3, B: 0x4A, A: 0xFF},
+	toneWarn: color.NRGBA{R: 0xD9, G: 0x77, B: 0x06, A: 0xFF},
+	toneBad:  color.NRGBA{R: 0xDC, G: 0x26, B: 0x26, A: 0xFF},
 }
 
 // pausedSince says since when Gatehouse is paused.
@@ -301,8 +305,10 @@ func (s *shell) showWaiting(n int) {
 // showApprover says why Gatehouse cannot answer approval requests, or
 // nothing when err is nil.
 func (s *shell) showApprover(err error) {
+	var running *approval.RunningError
 	switch {
-	case err == nil:
+	case err == nil, errors.As(err, &running) && running.Self():
+		// None, or the approver is this app itself: it answers.
 		s.approver.Hide()
 	case errors.Is(err, approval.ErrApproverRunning):
 		setText(s.apTitle, "Approval requests go to another approver")

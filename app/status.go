@@ -4,24 +4,122 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/clients"
 	"github.com/gatehouse-dev/gatehouse/gateway/gate"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
 // status is how the gate stands, as the sidebar and the tray menu say it.
 type status struct {
 	loaded   bool
-	servers  int
+	servers  int // registered in the home folder
 	paused   bool
 	pausedAt time.Time
+	agents   agentCounts
 	today    int64 // calls since midnight; -1 when unknown (no log yet)
 	waiting  int   // approval requests in the window
+	held     int   // tools held for review: their definition changed
 	err      error // the last read's, if it failed
+}
+
+// agentCounts is what the MCP clients' configs say of the servers they
+// launch: Gatehouse protects a server only when an agent's config runs it
+// through gatehouse proxy, and a proxy has run it since.
+type agentCounts struct {
+	total    int   // entries that could run through Gatehouse (governed or not)
+	governed int   // entries that run gatehouse proxy
+	seen     int   // governed entries whose server a proxy has run (its tools are pinned)
+	err      error // the configs could not be read: protection is not known
+}
+
+// A tone is how a status is coloured: its dot in the sidebar, its badge on
+// the tray icon.
+type tone int
+
+const (
+	toneIdle tone = iota // grey: starting, or nothing to protect yet
+	toneGood             // green: every server the agents run goes through Gatehouse
+	toneWarn             // amber: paused, or some servers bypass Gatehouse
+	toneBad              // red: nothing the agents run goes through Gatehouse
+)
+
+// headline is the state in a few words, for the sidebar's title, and its
+// tone.
+func (s status) headline() (string, tone) {
+	a := s.agents
+	switch {
+	case !s.loaded:
+		return "Starting…", toneIdle
+	case s.paused:
+		return "Paused", toneWarn
+	case a.err != nil:
+		return "Protection unknown", toneWarn
+	case a.total == 0 && s.servers == 0:
+		return "No servers yet", toneIdle
+	case a.seen > 0 && a.seen == a.total:
+		return "Protecting " + countServers(a.seen), toneGood
+	case a.seen > 0:
+		return fmt.Sprintf("Protecting %d of %s", a.seen, countServers(a.total)), toneWarn
+	case a.governed > 0:
+		return "Not protecting yet", toneWarn
+	}
+	return "Not protecting", toneBad
+}
+
+// why says what the headline means, or what to do: empty when every
+// server the agents run goes through Gatehouse.
+func (s status) why() string {
+	a := s.agents
+	switch {
+	case !s.loaded || s.paused:
+		return ""
+	case a.err != nil:
+		return "Could not read your agents' configs: " + sentence(a.err)
+	case a.total == 0 && s.servers == 0:
+		return ""
+	case a.total == 0:
+		return fmt.Sprintf("%s registered, but no agent's config runs them through Gatehouse.", countServers(s.servers))
+	}
+	var parts []string
+	if open := a.total - a.governed; open > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %s run through Gatehouse.", a.governed, countServers(a.total)))
+	}
+	if unseen := a.governed - a.seen; unseen > 0 {
+		parts = append(parts, fmt.Sprintf("%s not seen running through Gatehouse yet: restart your agents.", plural(unseen, "server is", "servers are")))
+	}
+	return strings.Join(parts, " ")
+}
+
+// trayLine is the state as the tray menu's first line says it.
+func (s status) trayLine() string {
+	a := s.agents
+	h, _ := s.headline()
+	switch {
+	case !s.loaded:
+		return "Gatehouse"
+	case s.paused:
+		return "Paused: every tool call is denied"
+	case a.err != nil:
+		return "Protection unknown: your agents' configs could not be read"
+	case a.total == 0 && s.servers == 0:
+		return "No servers protected yet"
+	case a.total == 0:
+		return "Not protecting: no agent runs your servers through Gatehouse"
+	case a.seen == a.total:
+		return h
+	case a.seen > 0:
+		return fmt.Sprintf("%s: %d %s not", h, a.total-a.seen, map[bool]string{true: "is", false: "are"}[a.total-a.seen == 1])
+	case a.governed > 0:
+		return h + ": restart your agents"
+	}
+	return fmt.Sprintf("%s: %d of %s run through Gatehouse", h, a.governed, countServers(a.total))
 }
 
 // summary is the line under the state: calls today, approvals waiting.
@@ -33,20 +131,13 @@ func (s status) summary() string {
 	if s.waiting > 0 {
 		parts = append(parts, approvalsWaiting(s.waiting))
 	}
+	if s.held > 0 {
+		parts = append(parts, plural(s.held, "changed tool held", "changed tools held"))
+	}
 	if s.err != nil {
 		parts = append(parts, "state unknown: "+explain("read the state", s.err).title)
 	}
-	switch len(parts) {
-	case 0:
-		return ""
-	case 1:
-		return parts[0]
-	}
-	out := parts[0]
-	for _, p := range parts[1:] {
-		out += " · " + p
-	}
-	return out
+	return strings.Join(parts, " · ")
 }
 
 func callsToday(n int64) string {
@@ -69,11 +160,13 @@ type statusRead struct {
 	servers  int
 	paused   bool
 	pausedAt time.Time
+	agents   agentCounts
+	held     int
 }
 
-// refreshStatus reads the gate's state (servers, pause) and, apart, the
-// calls of today, which need the evidence log and so the keychain: a
-// keychain slow to answer does not hold the rest.
+// refreshStatus reads the gate's state (servers, pause, what the agents'
+// configs run) and, apart, the calls of today, which need the evidence log
+// and so the keychain: a keychain slow to answer does not hold the rest.
 func (u *UI) refreshStatus() {
 	u.statusGen++
 	gen := u.statusGen
@@ -91,6 +184,7 @@ func (u *UI) refreshStatus() {
 			return r, err
 		}
 		r.servers = len(servers)
+		r.agents, r.held = u.readProtection(ctx, servers)
 		return r, nil
 	}, func(r statusRead, err error) {
 		if gen != u.statusGen {
@@ -100,6 +194,7 @@ func (u *UI) refreshStatus() {
 		u.status.err = err
 		if err == nil {
 			u.status.servers, u.status.paused, u.status.pausedAt = r.servers, r.paused, r.pausedAt
+			u.status.agents, u.status.held = r.agents, r.held
 		}
 		u.statusChanged()
 		if u.statusShown != nil {
@@ -127,11 +222,93 @@ func (u *UI) refreshStatus() {
 	})
 }
 
+// readProtection counts the servers the agents' configs launch, those they
+// launch through Gatehouse, and of those the ones a proxy has run (it
+// pinned their tools when it listed them); and the tools of registered
+// servers held for review. It runs on a read's goroutine.
+func (u *UI) readProtection(ctx context.Context, servers []store.Server) (agentCounts, int) {
+	var a agentCounts
+	held := u.readHeld(ctx, servers)
+	total := 0
+	for _, n := range held {
+		total += n
+	}
+	listed := u.readListed(ctx, servers)
+	m, err := u.agents.scanner(ctx)
+	if err != nil {
+		a.err = err
+		return a, total
+	}
+	cs, err := m.Scan(ctx)
+	if err != nil {
+		a.err = err
+		return a, total
+	}
+	for _, c := range cs {
+		for _, f := range c.Files {
+			for _, e := range f.Entries {
+				switch e.State {
+				case clients.Governed:
+					a.total++
+					a.governed++
+					if listed[e.Server] {
+						a.seen++
+					}
+				case clients.NotGoverned, clients.Added, clients.Changed:
+					a.total++
+				}
+			}
+		}
+	}
+	return a, total
+}
+
+// readListed says, for each server, whether a proxy has listed its tools:
+// they are pinned when first listed. It runs on a read's goroutine.
+func (u *UI) readListed(ctx context.Context, servers []store.Server) map[string]bool {
+	listed := map[string]bool{}
+	ps, err := u.core.policies(ctx)
+	if err != nil {
+		return listed
+	}
+	pol, err := ps.Current(ctx)
+	if err != nil {
+		return listed
+	}
+	for _, s := range servers {
+		if ts, err := gate.Tools(ctx, u.st, pol, s.Name, s.Trusted); err == nil && len(ts) > 0 {
+			listed[s.Name] = true
+		}
+	}
+	return listed
+}
+
+// countHeld counts the tools whose definition changed since it was
+// accepted.
+func countHeld(ts []gate.ToolStatus) int {
+	n := 0
+	for _, t := range ts {
+		if t.Pin == gate.Changed {
+			n++
+		}
+	}
+	return n
+}
+
 // statusChanged shows the status in the sidebar and the tray menu.
 func (u *UI) statusChanged() {
 	u.shell.showState(u.status)
 	if d, ok := u.app.(desktop.App); ok && u.tray {
+		// Normally on the Fyne thread; but while the driver shuts down it
+		// runs what was queued on the goroutines that queued it, and the
+		// tray does not take two menus at once.
+		u.trayMu.Lock()
+		defer u.trayMu.Unlock()
 		d.SetSystemTrayMenu(u.trayMenu())
+		if look := u.status.trayLook(); look != u.trayShown {
+			u.trayShown = look
+			d.SetSystemTrayIcon(trayIcon(look))
+		}
 	}
 }
 
@@ -147,21 +324,19 @@ func (u *UI) trayMenu() *fyne.Menu {
 	sep := fyne.NewMenuItemSeparator
 	var items []*fyne.MenuItem
 	st := u.status
-	switch {
-	case !st.loaded:
-		items = append(items, info("Gatehouse"))
-	case st.paused:
-		items = append(items, info("Paused: every tool call is denied"))
-	case st.servers == 0:
-		items = append(items, info("No servers protected yet"))
-	default:
-		items = append(items, info("Protecting "+countServers(st.servers)))
+	items = append(items, info(st.trayLine()))
+	if _, t := st.headline(); st.loaded && !st.paused && (t == toneWarn || t == toneBad) {
+		items = append(items, fyne.NewMenuItem("Protect my agents…", func() { u.Open(pageAgents) }))
 	}
 	if st.loaded && st.today >= 0 {
 		items = append(items, info(callsToday(st.today)))
 	}
 	if st.waiting > 0 {
 		items = append(items, info(approvalsWaiting(st.waiting)), fyne.NewMenuItem("Open approvals", u.ShowApprovals))
+	}
+	if st.held > 0 {
+		items = append(items, info(plural(st.held, "changed tool held for review", "changed tools held for review")),
+			fyne.NewMenuItem("Review changed tools", func() { u.Open(pageServers) }))
 	}
 	pause := fyne.NewMenuItem("Pause all tool calls", u.togglePause)
 	if st.paused {

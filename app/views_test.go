@@ -1157,6 +1157,7 @@ func TestProtectMyAgentsWithoutProxy(t *testing.T) {
 	h := newHarness(t, nil)
 	p := h.ui.agents
 	p.env = &clients.Env{GOOS: "linux", Home: t.TempDir(), Cwd: t.TempDir()}
+	p.proxy = ""                  // the one beside the app, which is not there
 	t.Setenv("PATH", t.TempDir()) // no gatehouse anywhere
 	done := make(chan struct{}, 1)
 	p.done = h.signal(done)

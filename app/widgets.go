@@ -114,6 +114,8 @@ type serverRow struct {
 	name      *widget.RichText
 	transport *widget.RichText
 	command   *widget.RichText
+	held      fyne.CanvasObject // shown when tools are held for review
+	heldText  *widget.RichText
 }
 
 func newServerRow() *serverRow {
@@ -129,6 +131,9 @@ func newServerRow() *serverRow {
 	r.initial.TextSize = 16
 	r.initial.Alignment = fyne.TextAlignCenter
 	r.command.Truncation = fyne.TextTruncateEllipsis
+	r.heldText = text("", widget.RichTextStyle{ColorName: theme.ColorNameWarning, SizeName: theme.SizeNameCaptionText, TextStyle: fyne.TextStyle{Bold: true}, Inline: true})
+	r.held = newPanel(theme.ColorNameWarning, 0x30, container.New(layout.NewCustomPaddedLayout(-6, -6, 0, 0), r.heldText))
+	r.held.Hide()
 	r.ExtendBaseWidget(r)
 	return r
 }
@@ -141,7 +146,7 @@ func (r *serverRow) CreateRenderer() fyne.WidgetRenderer {
 	r.dot.Move(fyne.NewPos(26, 25))
 	avatar := container.NewGridWrap(fyne.NewSize(36, 36), container.NewStack(r.avatar, container.NewCenter(r.initial), dot))
 	chip := newPanel(theme.ColorNamePrimary, 0x26, container.New(layout.NewCustomPaddedLayout(-6, -6, 0, 0), r.transport))
-	top := container.NewHBox(r.name, container.NewCenter(chip))
+	top := container.NewHBox(r.name, container.NewCenter(chip), container.NewCenter(r.held))
 	return widget.NewSimpleRenderer(container.New(layout.NewCustomPaddedLayout(2, 2, 4, 4),
 		container.NewBorder(nil, nil,
 			container.NewCenter(avatar),
@@ -149,8 +154,15 @@ func (r *serverRow) CreateRenderer() fyne.WidgetRenderer {
 			compact(top, r.command))))
 }
 
-// set shows s in the row, with the result of its last connection test.
-func (r *serverRow) set(s store.Server, h health) {
+// set shows s in the row, with the result of its last connection test and
+// how many of its tools are held for review.
+func (r *serverRow) set(s store.Server, h health, held int) {
+	if held > 0 {
+		setText(r.heldText, heldWords(held))
+		r.held.Show()
+	} else {
+		r.held.Hide()
+	}
 	switch {
 	case h.at.IsZero():
 		r.dot.FillColor, r.dot.StrokeColor = color.Transparent, color.Transparent

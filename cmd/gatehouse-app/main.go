@@ -12,8 +12,13 @@
 // (on Protect my agents the first time, while no server is registered);
 // with --hidden it starts in the system tray only, and with --open VIEW it
 // opens on that view (servers, agents, policy, history, export, settings).
-// Closing the window leaves the app in the tray; Quit, in the tray menu,
-// ends it.
+// Closing the window leaves the app in the tray; on a desktop without a
+// tray host it asks whether to keep running without a window or to quit.
+// Quit, in the tray menu, the window's sidebar or on Ctrl+Q, ends it.
+//
+// One app runs per home folder. Started again for the same folder, the app
+// asks the one that runs to bring its window forward (on VIEW, with
+// --open), says so on stderr and exits with status 0.
 //
 // While it runs, the app is the approver for the home folder's proxies: a
 // tool call that the policy holds for approval comes up in an approval
@@ -53,6 +58,7 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 
 	"github.com/gatehouse-dev/gatehouse/app"
+	"github.com/gatehouse-dev/gatehouse/app/instance"
 	"github.com/gatehouse-dev/gatehouse/assets"
 	"github.com/gatehouse-dev/gatehouse/gateway/approval"
 	"github.com/gatehouse-dev/gatehouse/internal/shellwords"
@@ -115,8 +121,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// Quit cleanly on SIGINT and SIGTERM (a logout, a service manager). Fyne
 	// installs its own handler only once Run is under way; a signal before
 	// that would kill the app without closing the store.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 
 	level := new(slog.LevelVar)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -133,6 +149,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
+	// One app per home folder: a second start brings the first one's
+	// window forward and ends.
+	homeDir := *home
+	if st != nil {
+		homeDir = st.Dir()
+	} else if homeDir == "" {
+		homeDir, _ = store.DefaultDir()
+	}
+	inst, cerr := instance.Claim(homeDir)
+	var already *instance.RunningError
+	if errors.As(cerr, &already) {
+		if st != nil {
+			st.Close()
+		}
+		return raiseRunning(ctx, homeDir, *open, already, stderr)
+	}
+	if cerr != nil {
+		// The app still runs; a second start would not find it.
+		log.Warn("could not claim the home folder for this app", "err", cerr)
+	}
+	stopInstance := func() {}
+
 	a := fyneapp.NewWithID(appID)
 	a.SetIcon(fyne.NewStaticResource("gatehouse.png", assets.IconPNG(256)))
 	var ui *app.UI
@@ -144,6 +182,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		ui = app.New(a, st, &app.Options{Version: version, Logger: log, LogLevel: level})
 		stopApprovals = serveApprovals(ui, st.Dir(), log)
+		if inst != nil {
+			stopInstance = serveInstance(inst, ui, log)
+		}
 		switch {
 		case *open != "":
 			ui.Open(*open)
@@ -183,6 +224,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case <-ran:
 		}
 	}()
+	// Once the event loop runs, Fyne's own handler quits on SIGINT and
+	// SIGTERM; ours would quit a second time, late, on a driver already
+	// torn down (a panic in GLFW). It only covers the time before.
+	signal.Stop(sigs)
 	a.Run()
 	close(ran)
 	stopWaiting()
@@ -190,10 +235,48 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ui.Close()
 	}
 	stopApprovals()
+	stopInstance()
+	if inst != nil {
+		inst.Close()
+	}
 	if st != nil {
 		st.Close()
 	}
 	return 0
+}
+
+// raiseRunning asks the app that already runs for home to show its
+// window (on view, if set), and says so.
+func raiseRunning(ctx context.Context, home, view string, running *instance.RunningError, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(ctx, raiseWait)
+	defer cancel()
+	if err := instance.Raise(ctx, home, view); err != nil {
+		fmt.Fprintf(stderr, "gatehouse-app: %v, and did not answer: %v\n", running, err)
+		fmt.Fprintf(stderr, "hint: if it hangs, stop that process, then start Gatehouse again\n")
+		return 1
+	}
+	fmt.Fprintf(stderr, "gatehouse-app: %v: its window is brought forward\n", running)
+	return 0
+}
+
+// raiseWait bounds how long a second start waits for the first to answer.
+const raiseWait = 10 * time.Second
+
+// serveInstance lets later starts of the app for the same home folder
+// bring ui's window forward, until the returned function is called.
+func serveInstance(inst *instance.Instance, ui *app.UI, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := inst.Serve(ctx, ui.Raise); err != nil {
+			log.Warn("a second start of the app cannot bring this window forward", "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-served
+	}
 }
 
 // storeBusyTimeout is how long the app's store waits for another

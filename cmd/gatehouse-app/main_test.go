@@ -556,16 +556,25 @@ func TestApprovalUnderXvfb(t *testing.T) {
 
 	changed := deleteBranch
 	changed.Change = &approval.Change{Old: json.RawMessage(deleteBranchTool), New: json.RawMessage(changedTool)}
+	readFile := approval.Request{Server: "files", Tool: "read_file", Client: "cursor", Risk: "medium", Rule: "default:medium",
+		Args: json.RawMessage(`{"path":"/home/me/notes.md"}`), Description: "Read a file from the projects folder.", Session: "7d1e0b"}
 	tests := []struct {
 		name   string
 		req    approval.Request
 		shot   string
 		button string // clicked, at this distance from the window's bottom right corner
 		dx, dy int
+		key    string // or this key pressed, instead of a click
 		scope  approval.Scope
 	}{
 		{name: "allow once", req: deleteBranch, shot: "approval-dialog.png", button: "Allow once", dx: 60, dy: 30, scope: approval.ScopeOnce},
 		{name: "deny a changed tool", req: changed, shot: "approval-changed-tool.png", button: "Deny", dx: 138, dy: 30, scope: approval.ScopeDeny},
+		// From the keyboard: Return is the primary answer, Deny for a
+		// critical call or a changed tool.
+		{name: "Return on a medium call", req: readFile, key: "Return", scope: approval.ScopeOnce},
+		{name: "Escape", req: readFile, key: "Escape", scope: approval.ScopeDeny},
+		{name: "Return on a critical call", req: deleteBranch, key: "Return", scope: approval.ScopeDeny},
+		{name: "Return on a changed tool", req: changed, key: "Return", scope: approval.ScopeDeny},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -632,7 +641,7 @@ func TestApprovalUnderXvfb(t *testing.T) {
 			id := waitWindow(t, xdo, regexp.QuoteMeta(title)+"$", exited, &waited, &stderr)
 			// The answers take clicks once the window has been up a moment.
 			time.Sleep(time.Second)
-			if *screenshots != "" {
+			if *screenshots != "" && tt.shot != "" {
 				capture(t, importCmd, display, id, filepath.Join(*screenshots, tt.shot))
 			}
 			geom, err := xdo("getwindowgeometry", "--shell", id)
@@ -640,19 +649,28 @@ func TestApprovalUnderXvfb(t *testing.T) {
 				t.Fatalf("xdotool getwindowgeometry: %v", err)
 			}
 			w, h := shellVar(geom, "WIDTH"), shellVar(geom, "HEIGHT")
-			if _, err := xdo("mousemove", "--window", id, strconv.Itoa(w-tt.dx), strconv.Itoa(h-tt.dy), "click", "1"); err != nil {
+			what := fmt.Sprintf("a click on %s at (%d, %d) of the %dx%d window", tt.button, w-tt.dx, h-tt.dy, w, h)
+			if tt.key != "" {
+				what = "the key " + tt.key
+				if _, err := xdo("windowfocus", "--sync", id); err != nil {
+					t.Fatalf("xdotool windowfocus: %v", err)
+				}
+				if _, err := xdo("key", "--clearmodifiers", tt.key); err != nil {
+					t.Fatalf("xdotool key: %v", err)
+				}
+			} else if _, err := xdo("mousemove", "--window", id, strconv.Itoa(w-tt.dx), strconv.Itoa(h-tt.dy), "click", "1"); err != nil {
 				t.Fatalf("xdotool click: %v", err)
 			}
 			select {
 			case err := <-answer:
 				if err != nil {
-					t.Fatalf("Ask: %v, want the answer of a click on %s", err, tt.button)
+					t.Fatalf("Ask: %v, want the answer of %s", err, what)
 				}
 			case <-time.After(20 * time.Second):
-				t.Fatalf("no answer 20s after a click on %s at (%d, %d) of the %dx%d window", tt.button, w-tt.dx, h-tt.dy, w, h)
+				t.Fatalf("no answer 20s after %s", what)
 			}
-			// A click the window took, from wherever it came (here, a
-			// program), is an answer via the window.
+			// A click or key the window took, from wherever it came (here,
+			// a program), is an answer via the window.
 			if decision.Scope != tt.scope || decision.Approver != "tray" || decision.Via != approval.ViaWindow {
 				t.Errorf("decision = %s by %q via %q, want %s by \"tray\" via window", decision.Scope, decision.Approver, decision.Via, tt.scope)
 			}

@@ -754,6 +754,11 @@ func TestSecondApproverRefused(t *testing.T) {
 	if want := fmt.Sprintf("another approver is running: pid %d", os.Getpid()); err.Error() != want {
 		t.Errorf("second Listen = %q, want %q", err, want)
 	}
+	// The process can tell the approver is itself.
+	var re *RunningError
+	if !errors.As(err, &re) || !re.Self() {
+		t.Errorf("second Listen = %#v, want a RunningError whose Self is true", err)
+	}
 	// Once the first stops, the socket is gone and another may start.
 	ln.Close()
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {

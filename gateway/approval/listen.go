@@ -120,14 +120,34 @@ func listen(path, pid string) (*Listener, error) {
 	return &Listener{Listener: ln, path: path}, nil
 }
 
-// running returns ErrApproverRunning with the process id the pid file holds.
+// running returns a [*RunningError] with the process id the pid file holds.
 func running(pid string) error {
 	b, err := os.ReadFile(pid)
 	if n, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil && n > 0 {
-		return fmt.Errorf("%w: pid %d", ErrApproverRunning, n)
+		return &RunningError{PID: n}
 	}
-	return ErrApproverRunning
+	return &RunningError{}
 }
+
+// A RunningError is [ErrApproverRunning] with the approver's process id, as
+// its pid file says it, so that a program can tell whether the approver is
+// itself ([RunningError.Self]).
+type RunningError struct {
+	PID int // 0 when the pid file does not say
+}
+
+func (e *RunningError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("%v: pid %d", ErrApproverRunning, e.PID)
+	}
+	return ErrApproverRunning.Error()
+}
+
+func (e *RunningError) Unwrap() error { return ErrApproverRunning }
+
+// Self reports whether the approver that runs is this process: it
+// listens already.
+func (e *RunningError) Self() bool { return e.PID == os.Getpid() }
 
 // Path returns the socket's path.
 func (l *Listener) Path() string { return l.path }

@@ -201,6 +201,16 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 			d.why = fmt.Sprintf("Gatehouse is paused: the user has stopped every tool call until they resume it (in the Gatehouse app, or with `gatehouse resume`). %s did not run.", capability)
 		}
 	}
+	if change != nil && d.verdict != policy.Deny {
+		rejected, err := g.pins.rejected(ctx, g.cfg.Server, c.Tool, toolHash)
+		if err != nil {
+			return nil, err
+		}
+		if rejected {
+			d.verdict, d.rule = policy.Deny, "pin:rejected"
+			d.why = fmt.Sprintf("Gatehouse denied this call: the definition of %s changed since it was accepted, and a person rejected the change. It did not run.", capability)
+		}
+	}
 	if change != nil && d.verdict == policy.Allow {
 		d.verdict, d.rule = policy.ApprovalRequired, "pin:changed"
 	}

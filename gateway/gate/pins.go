@@ -172,4 +172,8 @@ var migrations = []string{
 	// 4: pins cover the whole definition now; the ones made before covered
 	// a part of it, and are marked so (see legacyHash).
 	`UPDATE pins SET hash = 'legacy:' || hash`,
+	// 5: a listed definition a person rejected (RejectChange): its calls are
+	// denied without asking.
+	`ALTER TABLE pins ADD COLUMN rejected_hash TEXT NOT NULL DEFAULT '';
+	ALTER TABLE pins ADD COLUMN rejected_at TEXT NOT NULL DEFAULT ''`,
 }

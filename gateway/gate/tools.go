@@ -37,6 +37,8 @@ type ToolStatus struct {
 	PinnedAt    time.Time        // when its definition was accepted
 	ChangedAt   time.Time        // when a changed definition was listed; zero unless Changed
 	Change      *approval.Change // the accepted and the listed definition; nil unless Changed
+	ListedHash  string           // the listed definition's hash, for [AcceptChange] and [RejectChange]; empty unless Changed
+	Rejected    bool             // a person rejected the listed definition: its calls are denied
 }
 
 // Tools returns the tools server has listed through a proxy of this home
@@ -47,7 +49,7 @@ func Tools(ctx context.Context, db receipts.Migrator, pol *policy.Policy, server
 	if err := db.Migrate(ctx, "gate", migrations); err != nil {
 		return nil, fmt.Errorf("read tools of %s: %w", server, err)
 	}
-	rows, err := db.DB().QueryContext(ctx, `SELECT tool, hash, definition, accepted_at, seen_hash, seen_definition, seen_at
+	rows, err := db.DB().QueryContext(ctx, `SELECT tool, hash, definition, accepted_at, seen_hash, seen_definition, seen_at, rejected_hash
 		FROM pins WHERE server = ? ORDER BY tool`, server)
 	if err != nil {
 		return nil, fmt.Errorf("read tools of %s: %w", server, err)
@@ -56,10 +58,10 @@ func Tools(ctx context.Context, db receipts.Migrator, pol *policy.Policy, server
 	var out []ToolStatus
 	for rows.Next() {
 		var (
-			name, hash, accepted, seenHash, seenAt string
-			def, seenDef                           []byte
+			name, hash, accepted, seenHash, seenAt, rejected string
+			def, seenDef                                     []byte
 		)
-		if err := rows.Scan(&name, &hash, &def, &accepted, &seenHash, &seenDef, &seenAt); err != nil {
+		if err := rows.Scan(&name, &hash, &def, &accepted, &seenHash, &seenDef, &seenAt, &rejected); err != nil {
 			return nil, fmt.Errorf("read tools of %s: %w", server, err)
 		}
 		ts := ToolStatus{Name: name, Pin: Pinned}
@@ -69,6 +71,7 @@ func Tools(ctx context.Context, db receipts.Migrator, pol *policy.Policy, server
 			ts.Pin, listed = Changed, seenDef
 			ts.ChangedAt, _ = time.Parse(time.RFC3339Nano, seenAt)
 			ts.Change = &approval.Change{Old: def, New: seenDef}
+			ts.ListedHash, ts.Rejected = seenHash, rejected == seenHash
 		}
 		var p pinned
 		_ = json.Unmarshal(listed, &p) // canonical JSON this package wrote
@@ -81,7 +84,10 @@ func Tools(ctx context.Context, db receipts.Migrator, pol *policy.Policy, server
 		}
 		res := pol.Decide(call)
 		ts.Risk, ts.Decision, ts.Rule = res.Risk, res.Decision, res.Rule
-		if ts.Pin == Changed && ts.Decision == policy.Allow {
+		switch {
+		case ts.Pin == Changed && ts.Rejected && ts.Decision != policy.Deny:
+			ts.Decision, ts.Rule = policy.Deny, "pin:rejected"
+		case ts.Pin == Changed && ts.Decision == policy.Allow:
 			ts.Decision, ts.Rule = policy.ApprovalRequired, "pin:changed"
 		}
 		out = append(out, ts)
