@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -80,6 +81,9 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		return usagef("proxy: want exactly one server NAME")
 	}
 	name := pos[0]
+	if stop := cpuProfile(); stop != nil {
+		defer stop()
+	}
 	c.approvalWait = f.approvalWait
 	c.client = f.client
 
@@ -150,6 +154,29 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		return &exitError{1}
 	}
 	return nil
+}
+
+// cpuProfile starts a CPU profile of this process when
+// $GATEHOUSE_CPUPROFILE names a file (the process id is added to the name,
+// as a client may start many proxies), and returns the function that ends
+// it; nil when there is none. For measuring (docs/performance.md).
+func cpuProfile() (stop func()) {
+	path := os.Getenv("GATEHOUSE_CPUPROFILE")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid()))
+	if err != nil {
+		return nil
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // applySettings takes the home's settings (the tray app's Settings view):
