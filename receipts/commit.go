@@ -138,8 +138,11 @@ func (c *committer) commit(batch []*job) {
 		}
 		return nil
 	})
-	if err == nil && c.l.appended != nil {
-		c.l.appended()
+	if err == nil {
+		c.l.index.kick()
+		if c.l.appended != nil {
+			c.l.appended()
+		}
 	}
 	for _, j := range batch {
 		if err != nil && j.err == nil {

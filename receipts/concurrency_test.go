@@ -75,6 +75,9 @@ func runRole(role string) error {
 		})
 	case "bench-writer":
 		return benchWriter(ctx, l, w, n)
+	case "indexer":
+		_, err := l.CatchUpIndex(ctx)
+		return err
 	}
 	return fmt.Errorf("unknown role %q", role)
 }
@@ -242,10 +245,19 @@ func verifyLog(tb testing.TB, l *Log) int64 {
 	if got, err := l.TreeHash(ctx, n); err != nil || got != want {
 		tb.Errorf("stored tree hash %v (%v), recomputed from the entries %v", got, err, want)
 	}
+	// The index holds exactly the entries below its cursor (each once),
+	// and then, caught up, every entry.
+	var indexed, cursor int64
+	if err := l.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM search_fts_docsize),
+		(SELECT value FROM search_meta WHERE key = 'indexed_to')`).Scan(&indexed, &cursor); err != nil || indexed != cursor {
+		tb.Errorf("search index holds %d entries (%v), its cursor is at %d", indexed, err, cursor)
+	}
+	if _, err := l.CatchUpIndex(ctx); err != nil {
+		tb.Errorf("catch up the search index: %v", err)
+	}
 	if _, err := l.db.ExecContext(ctx, `INSERT INTO search_fts (search_fts) VALUES ('integrity-check')`); err != nil {
 		tb.Errorf("search index: %v", err)
 	}
-	var indexed int64
 	if err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM search_fts_docsize`).Scan(&indexed); err != nil || indexed != n {
 		tb.Errorf("search index holds %d entries (%v), the log %d", indexed, err, n)
 	}

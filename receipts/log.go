@@ -68,6 +68,7 @@ type Reader struct {
 type Log struct {
 	*Reader
 	commits committer
+	index   indexer
 
 	keyMu   sync.Mutex
 	key     ed25519.PrivateKey                 // guarded by keyMu
@@ -75,6 +76,11 @@ type Log struct {
 	loadKey func() (ed25519.PrivateKey, error) // see FollowKeys; guarded by keyMu
 
 	appended func() // see OnAppend; set before the first append
+
+	// inlineIndex: the log is at a schema step before the indexer's
+	// cursor, and appends index their entry as they did then (tests write
+	// such logs).
+	inlineIndex bool
 
 	// writes is the lock of the home folder's file that every write
 	// transaction of the log holds (nil when the database has no home
@@ -215,11 +221,13 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, s
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{Reader: r, key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey))}
+	l := &Log{Reader: r, key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey)),
+		inlineIndex: len(steps) < indexerStep}
 	if h, ok := m.(interface{ Dir() string }); ok {
 		l.writes = filelock.New(filepath.Join(h.Dir(), writeLockFile))
 	}
 	l.commits = committer{l: l, wake: make(chan struct{}, 1)}
+	l.index = indexer{l: l}
 	if _, err := l.db.ExecContext(ctx, `INSERT OR IGNORE INTO log_meta (key, value) VALUES ('id', ?)`,
 		strings.TrimPrefix(entry.NewID("l"), "l-")); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
@@ -229,6 +237,17 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, s
 	}
 	if err := l.announce(ctx, key, "added", "", adopt); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
+	}
+	// What a process that died left out of the search index is indexed
+	// now when it is little, else in the background.
+	if lag, err := l.IndexLag(ctx); err != nil {
+		return nil, fmt.Errorf("open evidence log: %w", err)
+	} else if lag > openCatchUp {
+		l.index.kick()
+	} else if lag > 0 {
+		if _, err := l.CatchUpIndex(ctx); err != nil {
+			return nil, fmt.Errorf("open evidence log: %w", err)
+		}
 	}
 	// A new or small log gets its search index upgraded on the spot; a
 	// larger one keeps the index it has until UpgradeIndex runs.
@@ -525,10 +544,16 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 			return nil, err
 		}
 	}
-	// Search follows the log: the entry is in the full-text index when it
-	// commits, and not if it does not (search.go).
-	if err := l.indexEntryTx(ctx, tx, e, d.index); err != nil {
+	// Search follows the log: the entry gets its searchable columns now,
+	// and the full-text index takes it in later (indexer.go).
+	if err := l.columnsTx(ctx, tx, e, d.index); err != nil {
 		return nil, err
+	}
+	if l.inlineIndex {
+		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
+			SELECT idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, e.Index); err != nil {
+			return nil, fmt.Errorf("index entry %d: %w", e.Index, err)
+		}
 	}
 	return e, nil
 }
@@ -560,6 +585,12 @@ const (
 // lock of the home folder, on which the kernel wakes the next waiter at
 // once; they find SQLite's lock free as they get it.
 func (l *Log) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	return l.inTxOn(ctx, nil, f)
+}
+
+// inTxOn is inTx on the connection conn, or on any of the pool's when conn
+// is nil.
+func (l *Log) inTxOn(ctx context.Context, conn *sql.Conn, f func(tx *sql.Tx) error) error {
 	if l.writes != nil {
 		lctx, cancel := context.WithTimeout(ctx, writeLockWait)
 		unlock, err := l.writes.Lock(lctx)
@@ -569,7 +600,13 @@ func (l *Log) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 		}
 		defer unlock()
 	}
-	tx, err := l.db.BeginTx(ctx, nil)
+	var tx *sql.Tx
+	var err error
+	if conn != nil {
+		tx, err = conn.BeginTx(ctx, nil)
+	} else {
+		tx, err = l.db.BeginTx(ctx, nil)
+	}
 	if err != nil {
 		return err
 	}
@@ -706,4 +743,6 @@ var migrations = []string{
 	// 6: witnesses' cosignatures of the log's checkpoints (cosign.go), and
 	// how each witness last answered.
 	cosignMigration,
+	// 7: the full-text index follows the log, from a cursor (indexer.go).
+	indexerMigration,
 }
