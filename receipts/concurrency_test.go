@@ -75,6 +75,18 @@ func runRole(role string) error {
 		})
 	case "bench-writer":
 		return benchWriter(ctx, l, w, n)
+	case "bench-sharer":
+		defer l.ShareCommits()()
+		return benchWriter(ctx, l, w, n)
+	case "sharer":
+		// Becomes the home's writer, says so, and serves until killed.
+		defer l.ShareCommits()()
+		if _, err := l.AppendReceipt(ctx, entry.Receipt{Capability: "mcp.files.read_file", Server: "files",
+			Tool: "read_file", Decision: entry.Allow, Rule: "test"}, []byte(`{}`)); err != nil {
+			return err
+		}
+		fmt.Println("writer", os.Getpid())
+		select {}
 	case "indexer":
 		_, err := l.CatchUpIndex(ctx)
 		return err
