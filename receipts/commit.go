@@ -70,6 +70,21 @@ func (c *committer) enqueue(d draft, urgent, remote bool) *job {
 	return j
 }
 
+// push queues a job again: one the home's writer gave back unread.
+func (c *committer) push(j *job) {
+	c.mu.Lock()
+	c.queue = append(c.queue, j)
+	if !c.running {
+		c.running = true
+		go c.run()
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
 // submit queues d and waits until it is committed (or failed).
 func (c *committer) submit(ctx context.Context, d draft, urgent bool) (*entry.Entry, error) {
 	j := c.enqueue(d, urgent, false)

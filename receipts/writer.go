@@ -95,6 +95,10 @@ type wireAnswer struct {
 	ID    uint64 `json:"id"`
 	Entry []byte `json:"entry,omitempty"`
 	Err   string `json:"err,omitempty"`
+	// Closing, the writer's last word when it stops sharing: it has
+	// answered every draft it read, and read no other. The client commits
+	// the drafts it has no answer for elsewhere.
+	Closing bool `json:"closing,omitempty"`
 }
 
 func toWire(d draft, urgent bool) (wireDraft, error) {
@@ -205,7 +209,7 @@ func (s *shared) forward(batch []*job) bool {
 			s.mu.Unlock()
 			return false // a writer starting, or none that can serve: commit here
 		}
-		c = newWriterConn(nc, s.l.appended)
+		c = newWriterConn(nc, s.l.appended, s.l.commits.push)
 		s.client = c
 	}
 	s.mu.Unlock()
@@ -254,11 +258,21 @@ func (s *shared) serveConn(nc net.Conn) {
 		wmu.Unlock()
 	}
 	var pending sync.WaitGroup
-	defer pending.Wait()
 	dec := json.NewDecoder(bufio.NewReader(nc))
 	for {
 		var w wireDraft
 		if err := dec.Decode(&w); err != nil {
+			pending.Wait()
+			if s.stop.Err() != nil {
+				answer(wireAnswer{Closing: true})
+				// Closing with drafts unread would reset the connection and
+				// lose the answers on their way: the client closes first.
+				if uc, ok := nc.(*net.UnixConn); ok {
+					uc.CloseWrite()
+				}
+				nc.SetReadDeadline(time.Now().Add(time.Second))
+				io.Copy(io.Discard, nc)
+			}
 			return
 		}
 		d, err := fromWire(w)
@@ -281,7 +295,8 @@ func (s *shared) serveConn(nc net.Conn) {
 // writerConn is a client's connection to the home's writer.
 type writerConn struct {
 	nc       net.Conn
-	onAppend func() // Log.OnAppend's, after each entry committed
+	onAppend func()       // Log.OnAppend's, after each entry committed
+	requeue  func(j *job) // commits j elsewhere, when the writer stopped before reading it
 
 	mu      sync.Mutex
 	next    uint64                     // guarded by mu
@@ -290,8 +305,8 @@ type writerConn struct {
 	closed  bool                       // guarded by mu
 }
 
-func newWriterConn(nc net.Conn, onAppend func()) *writerConn {
-	c := &writerConn{nc: nc, onAppend: onAppend, pending: map[uint64]*job{}, sent: map[uint64]json.RawMessage{}}
+func newWriterConn(nc net.Conn, onAppend func(), requeue func(*job)) *writerConn {
+	c := &writerConn{nc: nc, onAppend: onAppend, requeue: requeue, pending: map[uint64]*job{}, sent: map[uint64]json.RawMessage{}}
 	go c.read()
 	return c
 }
@@ -338,6 +353,19 @@ func (c *writerConn) read() {
 		var a wireAnswer
 		err := dec.Decode(&a)
 		c.mu.Lock()
+		if err == nil && a.Closing && c.requeue != nil {
+			// None of the drafts still pending was read: none is in the
+			// log, and each can go to the next writer, or be committed here.
+			c.closed = true
+			jobs := c.pending
+			c.pending, c.sent = map[uint64]*job{}, map[uint64]json.RawMessage{}
+			c.mu.Unlock()
+			c.nc.Close()
+			for _, j := range jobs {
+				c.requeue(j)
+			}
+			return
+		}
 		if err != nil {
 			c.closed = true
 			for id, j := range c.pending {

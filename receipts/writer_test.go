@@ -90,7 +90,7 @@ func TestWriterKilled(t *testing.T) {
 // with ErrWriterGone: their calls must not run.
 func TestWriterGoneFailsPending(t *testing.T) {
 	a, b := net.Pipe()
-	c := newWriterConn(a, nil)
+	c := newWriterConn(a, nil, nil)
 	go func() {
 		bufio.NewReader(b).ReadString('\n') // the draft arrives; the writer dies
 		b.Close()
