@@ -6,8 +6,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/filelock"
 )
 
 // The indexer.
@@ -184,6 +187,22 @@ func (l *Log) indexSome(ctx context.Context, n int64) (int64, error) {
 		return nil
 	})
 	return done, err
+}
+
+// CatchUpIndex takes every entry the full-text index of m's log lacks into
+// it, as [Log.CatchUpIndex] does: indexing needs no signing key, so a
+// reader of the log (gatehouse history) can bring the index up to date
+// before it searches. It writes nothing to the log itself.
+func CatchUpIndex(ctx context.Context, m Migrator) (int64, error) {
+	r, err := OpenReader(ctx, m)
+	if err != nil {
+		return 0, err
+	}
+	l := &Log{Reader: r}
+	if h, ok := m.(interface{ Dir() string }); ok {
+		l.writes = filelock.New(filepath.Join(h.Dir(), writeLockFile))
+	}
+	return l.CatchUpIndex(ctx)
 }
 
 // Erasable is [Reader.Erasable] after the index has taken in every entry

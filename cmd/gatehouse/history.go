@@ -179,6 +179,11 @@ func runHistory(ctx context.Context, c *cli, fs *flag.FlagSet, f *historyFlags, 
 		return err
 	}
 	defer st.Close()
+	if strings.TrimSpace(q.Text) != "" {
+		// Best effort: what the index lacks is indexed first, when the
+		// database can be written; else the note below says so.
+		receipts.CatchUpIndex(ctx, st)
+	}
 	page, err := l.Search(ctx, q)
 	if err != nil {
 		return err
