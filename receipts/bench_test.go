@@ -57,8 +57,24 @@ func BenchmarkAppend(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 		reportPercentiles(b, lat)
 	})
-	b.Run("processes=4", func(b *testing.B) {
-		const procs = 4
+	for _, c := range []struct{ name, role string }{
+		{"processes=4", "bench-writer"},
+		// The same processes sharing commits through the home's writer
+		// (writer.go): BenchmarkAppend/shared.
+		{"shared/processes=4", "bench-sharer"},
+		{"shared/processes=8", "bench-sharer"},
+	} {
+		benchProcesses(b, c.name, c.role)
+	}
+}
+
+// benchProcesses runs processes of role appending receipts at once.
+func benchProcesses(b *testing.B, name, role string) {
+	b.Run(name, func(b *testing.B) {
+		procs := 4
+		if strings.HasSuffix(name, "=8") {
+			procs = 8
+		}
 		home, seed := b.TempDir(), newSeed(b)
 		// Each process opens the log, says so, and starts appending when
 		// told: start-up is not measured.
@@ -69,7 +85,7 @@ func BenchmarkAppend(b *testing.B) {
 		var ps []proc
 		b.StopTimer()
 		for i := range procs {
-			cmd := startRole(b, "bench-writer", home, seed, strconv.Itoa(i), (b.N+procs-1)/procs)
+			cmd := startRole(b, role, home, seed, strconv.Itoa(i), (b.N+procs-1)/procs)
 			stdin, err := cmd.StdinPipe()
 			if err != nil {
 				b.Fatal(err)

@@ -30,20 +30,30 @@ type committer struct {
 	queue   []*job        // guarded by mu
 	running bool          // a writer goroutine is draining the queue; guarded by mu
 	wake    chan struct{} // an urgent job arrived
+	shared  *shared       // the home's shared commits (writer.go), when on; guarded by mu
 }
 
 type job struct {
 	d      draft
 	urgent bool
+	remote bool      // another process's draft, which this one commits as the home's writer
 	due    time.Time // an outcome's latest commit time
 	done   chan struct{}
 	e      *entry.Entry
+	data   []byte // the signed entry, when committed here
 	err    error
 }
 
-// submit queues d and waits until it is committed (or failed).
-func (c *committer) submit(ctx context.Context, d draft, urgent bool) (*entry.Entry, error) {
-	j := &job{d: d, urgent: urgent, done: make(chan struct{}), due: time.Now().Add(outcomeDelay)}
+// fail ends j with err.
+func (j *job) fail(err error) {
+	j.e, j.err = nil, err
+	close(j.done)
+}
+
+// enqueue queues d and returns its job, done once it is committed (or
+// failed).
+func (c *committer) enqueue(d draft, urgent, remote bool) *job {
+	j := &job{d: d, urgent: urgent, remote: remote, done: make(chan struct{}), due: time.Now().Add(outcomeDelay)}
 	c.mu.Lock()
 	c.queue = append(c.queue, j)
 	if !c.running {
@@ -57,6 +67,27 @@ func (c *committer) submit(ctx context.Context, d draft, urgent bool) (*entry.En
 		default:
 		}
 	}
+	return j
+}
+
+// push queues a job again: one the home's writer gave back unread.
+func (c *committer) push(j *job) {
+	c.mu.Lock()
+	c.queue = append(c.queue, j)
+	if !c.running {
+		c.running = true
+		go c.run()
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// submit queues d and waits until it is committed (or failed).
+func (c *committer) submit(ctx context.Context, d draft, urgent bool) (*entry.Entry, error) {
+	j := c.enqueue(d, urgent, false)
 	select {
 	case <-j.done:
 		return j.e, j.err
@@ -117,7 +148,17 @@ func minTime(a, b time.Time) time.Time {
 
 // commit writes batch in one transaction, each job in a savepoint so that
 // one failing job (an outcome for an unknown receipt) fails alone.
+//
+// When the home's commits are shared and another process is the writer,
+// batch goes to it instead (writer.go), and its jobs are done when it
+// answers.
 func (c *committer) commit(batch []*job) {
+	c.mu.Lock()
+	s := c.shared
+	c.mu.Unlock()
+	if s != nil && s.forward(batch) {
+		return
+	}
 	ctx := context.Background()
 	key, _ := c.l.signer()
 	err := c.l.inTx(ctx, func(tx *sql.Tx) error {
@@ -125,7 +166,7 @@ func (c *committer) commit(batch []*job) {
 			if _, err := tx.ExecContext(ctx, `SAVEPOINT append`); err != nil {
 				return err
 			}
-			j.e, j.err = c.l.appendTx(ctx, tx, key, j.d)
+			j.e, j.data, j.err = c.l.appendTxData(ctx, tx, key, j.d)
 			if j.err != nil {
 				j.e = nil
 				if _, err := tx.ExecContext(ctx, `ROLLBACK TO append`); err != nil {
@@ -138,12 +179,15 @@ func (c *committer) commit(batch []*job) {
 		}
 		return nil
 	})
-	if err == nil && c.l.appended != nil {
-		c.l.appended()
+	if err == nil {
+		c.l.index.kick()
+		if c.l.appended != nil {
+			c.l.appended()
+		}
 	}
 	for _, j := range batch {
 		if err != nil && j.err == nil {
-			j.e, j.err = nil, fmt.Errorf("commit: %w", err)
+			j.e, j.data, j.err = nil, nil, fmt.Errorf("commit: %w", err)
 		}
 		close(j.done)
 	}

@@ -75,6 +75,21 @@ func runRole(role string) error {
 		})
 	case "bench-writer":
 		return benchWriter(ctx, l, w, n)
+	case "bench-sharer":
+		defer l.ShareCommits()()
+		return benchWriter(ctx, l, w, n)
+	case "sharer":
+		// Becomes the home's writer, says so, and serves until killed.
+		defer l.ShareCommits()()
+		if _, err := l.AppendReceipt(ctx, entry.Receipt{Capability: "mcp.files.read_file", Server: "files",
+			Tool: "read_file", Decision: entry.Allow, Rule: "test"}, []byte(`{}`)); err != nil {
+			return err
+		}
+		fmt.Println("writer", os.Getpid())
+		select {}
+	case "indexer":
+		_, err := l.CatchUpIndex(ctx)
+		return err
 	}
 	return fmt.Errorf("unknown role %q", role)
 }
@@ -242,10 +257,19 @@ func verifyLog(tb testing.TB, l *Log) int64 {
 	if got, err := l.TreeHash(ctx, n); err != nil || got != want {
 		tb.Errorf("stored tree hash %v (%v), recomputed from the entries %v", got, err, want)
 	}
+	// The index holds exactly the entries below its cursor (each once),
+	// and then, caught up, every entry.
+	var indexed, cursor int64
+	if err := l.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM search_fts_docsize),
+		(SELECT value FROM search_meta WHERE key = 'indexed_to')`).Scan(&indexed, &cursor); err != nil || indexed != cursor {
+		tb.Errorf("search index holds %d entries (%v), its cursor is at %d", indexed, err, cursor)
+	}
+	if _, err := l.CatchUpIndex(ctx); err != nil {
+		tb.Errorf("catch up the search index: %v", err)
+	}
 	if _, err := l.db.ExecContext(ctx, `INSERT INTO search_fts (search_fts) VALUES ('integrity-check')`); err != nil {
 		tb.Errorf("search index: %v", err)
 	}
-	var indexed int64
 	if err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM search_fts_docsize`).Scan(&indexed); err != nil || indexed != n {
 		tb.Errorf("search index holds %d entries (%v), the log %d", indexed, err, n)
 	}

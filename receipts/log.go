@@ -68,6 +68,7 @@ type Reader struct {
 type Log struct {
 	*Reader
 	commits committer
+	index   indexer
 
 	keyMu   sync.Mutex
 	key     ed25519.PrivateKey                 // guarded by keyMu
@@ -75,6 +76,13 @@ type Log struct {
 	loadKey func() (ed25519.PrivateKey, error) // see FollowKeys; guarded by keyMu
 
 	appended func() // see OnAppend; set before the first append
+
+	// inlineIndex: the log is at a schema step before the indexer's
+	// cursor, and appends index their entry as they did then (tests write
+	// such logs).
+	inlineIndex bool
+
+	home string // the home folder; "" for a database opened alone
 
 	// writes is the lock of the home folder's file that every write
 	// transaction of the log holds (nil when the database has no home
@@ -215,11 +223,14 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, s
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{Reader: r, key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey))}
+	l := &Log{Reader: r, key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey)),
+		inlineIndex: len(steps) < indexerStep}
 	if h, ok := m.(interface{ Dir() string }); ok {
 		l.writes = filelock.New(filepath.Join(h.Dir(), writeLockFile))
+		l.home = h.Dir()
 	}
 	l.commits = committer{l: l, wake: make(chan struct{}, 1)}
+	l.index = indexer{l: l}
 	if _, err := l.db.ExecContext(ctx, `INSERT OR IGNORE INTO log_meta (key, value) VALUES ('id', ?)`,
 		strings.TrimPrefix(entry.NewID("l"), "l-")); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
@@ -229,6 +240,17 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, s
 	}
 	if err := l.announce(ctx, key, "added", "", adopt); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
+	}
+	// What a process that died left out of the search index is indexed
+	// now when it is little, else in the background.
+	if lag, err := l.IndexLag(ctx); err != nil {
+		return nil, fmt.Errorf("open evidence log: %w", err)
+	} else if lag > openCatchUp {
+		l.index.kick()
+	} else if lag > 0 {
+		if _, err := l.CatchUpIndex(ctx); err != nil {
+			return nil, fmt.Errorf("open evidence log: %w", err)
+		}
 	}
 	// A new or small log gets its search index upgraded on the spot; a
 	// larger one keeps the index it has until UpgradeIndex runs.
@@ -347,7 +369,7 @@ type draft struct {
 	body     any
 	index    columns
 	payloads []payload
-	after    func(tx *sql.Tx, e *entry.Entry) error // more writes in the same transaction
+	// A draft is data only: another process may commit it (writer.go).
 }
 
 // columns are an entry's searchable fields, stored beside it (not signed).
@@ -416,18 +438,6 @@ func (l *Log) AppendOutcome(ctx context.Context, o entry.Outcome, result []byte)
 		d.payloads = []payload{p}
 	}
 	d.body = o
-	d.after = func(tx *sql.Tx, e *entry.Entry) error {
-		// The receipt's row carries the status, for search; the signed
-		// receipt itself never changes.
-		res, err := tx.Exec(`UPDATE entries SET status = ? WHERE id = ? AND kind = 'receipt'`, o.Status, o.Receipt)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("outcome for receipt %s: %w", o.Receipt, ErrNotFound)
-		}
-		return nil
-	}
 	return l.append(ctx, d)
 }
 
@@ -453,32 +463,38 @@ func (l *Log) append(ctx context.Context, d draft) (*entry.Entry, error) {
 
 // appendTx appends d as the log's next entry inside tx.
 func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, d draft) (*entry.Entry, error) {
+	e, _, err := l.appendTxData(ctx, tx, key, d)
+	return e, err
+}
+
+// appendTxData is appendTx, returning the signed entry's bytes too.
+func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, d draft) (*entry.Entry, []byte, error) {
 	var n int64
 	rows, err := l.stmts.query(ctx, tx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for rows.Next() {
 		err = rows.Scan(&n)
 	}
 	rows.Close()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A key another process retired signs no more entries: an entry after
 	// the rotation signed by the key it retired fails verification.
 	key, err = l.liveKey(ctx, inTx{&l.stmts, tx}, key, n+1)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hr := hashReader{ctx: ctx, q: tx, tx: tx, stmts: &l.stmts}
 	prev, err := tlog.TreeHash(n, hr)
 	if err != nil {
-		return nil, fmt.Errorf("tree hash at %d: %w", n, err)
+		return nil, nil, fmt.Errorf("tree hash at %d: %w", n, err)
 	}
 	body, err := json.Marshal(d.body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := time.Now().UTC()
 	e := &entry.Entry{
@@ -487,16 +503,16 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 	}
 	data, err := entry.Sign(e, key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hashes, err := tlog.StoredHashes(n, data, hr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	base := tlog.StoredHashIndex(0, n)
 	for i, h := range hashes {
 		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO log_hashes (idx, hash) VALUES (?, ?)`, base+int64(i), h[:]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	c := d.index
@@ -504,7 +520,7 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 		(idx, id, kind, time_ns, key_id, server, tool, decision, status, client, receipt_id, data)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		n, e.ID, string(e.Kind), now.UnixNano(), e.Key, c.server, c.tool, c.decision, c.status, c.client, c.receipt, data); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, p := range d.payloads {
 		// A payload not kept is a row with its salt, no data, and its size
@@ -517,20 +533,32 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 				n, p.part, p.salt, nonNil(p.data), p.commitment)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if d.after != nil {
-		if err := d.after(tx, e); err != nil {
-			return nil, err
+	if d.kind == entry.KindOutcome {
+		// The receipt's row carries the status, for search; the signed
+		// receipt itself never changes.
+		res, err := l.stmts.exec(ctx, tx, `UPDATE entries SET status = ? WHERE id = ? AND kind = 'receipt'`, c.status, c.receipt)
+		if err != nil {
+			return nil, nil, err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil, nil, fmt.Errorf("outcome for receipt %s: %w", c.receipt, ErrNotFound)
 		}
 	}
-	// Search follows the log: the entry is in the full-text index when it
-	// commits, and not if it does not (search.go).
-	if err := l.indexEntryTx(ctx, tx, e, d.index); err != nil {
-		return nil, err
+	// Search follows the log: the entry gets its searchable columns now,
+	// and the full-text index takes it in later (indexer.go).
+	if err := l.columnsTx(ctx, tx, e, d.index); err != nil {
+		return nil, nil, err
 	}
-	return e, nil
+	if l.inlineIndex {
+		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
+			SELECT idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, e.Index); err != nil {
+			return nil, nil, fmt.Errorf("index entry %d: %w", e.Index, err)
+		}
+	}
+	return e, data, nil
 }
 
 func nonNil(b []byte) []byte {
@@ -560,6 +588,12 @@ const (
 // lock of the home folder, on which the kernel wakes the next waiter at
 // once; they find SQLite's lock free as they get it.
 func (l *Log) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	return l.inTxOn(ctx, nil, f)
+}
+
+// inTxOn is inTx on the connection conn, or on any of the pool's when conn
+// is nil.
+func (l *Log) inTxOn(ctx context.Context, conn *sql.Conn, f func(tx *sql.Tx) error) error {
 	if l.writes != nil {
 		lctx, cancel := context.WithTimeout(ctx, writeLockWait)
 		unlock, err := l.writes.Lock(lctx)
@@ -569,7 +603,13 @@ func (l *Log) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 		}
 		defer unlock()
 	}
-	tx, err := l.db.BeginTx(ctx, nil)
+	var tx *sql.Tx
+	var err error
+	if conn != nil {
+		tx, err = conn.BeginTx(ctx, nil)
+	} else {
+		tx, err = l.db.BeginTx(ctx, nil)
+	}
 	if err != nil {
 		return err
 	}
@@ -706,4 +746,6 @@ var migrations = []string{
 	// 6: witnesses' cosignatures of the log's checkpoints (cosign.go), and
 	// how each witness last answered.
 	cosignMigration,
+	// 7: the full-text index follows the log, from a cursor (indexer.go).
+	indexerMigration,
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -49,18 +50,19 @@ const prefixMigration = `
 
 // indexState says which full-text index holds which entries.
 type indexState struct {
+	indexedTo int64 // the indexer's cursor: no index holds an entry from here on
 	upgrading bool  // search_retired exists
 	from      int64 // search_fts holds the entries from this index on
 	retiredTo int64 // search_retired holds the entries below this index
 }
 
 func readIndexState(ctx context.Context, q querier) (indexState, error) {
-	rows, err := q.QueryContext(ctx, `SELECT key, value FROM search_meta WHERE key IN ('reindex_from', 'retired_to')`)
+	rows, err := q.QueryContext(ctx, `SELECT key, value FROM search_meta WHERE key IN ('reindex_from', 'retired_to', 'indexed_to')`)
 	if err != nil {
 		return indexState{}, fmt.Errorf("read the search index's state: %w", err)
 	}
 	defer rows.Close()
-	var s indexState
+	s := indexState{indexedTo: math.MaxInt64} // a log at an earlier schema step indexes as it appends
 	for rows.Next() {
 		var key string
 		var v int64
@@ -72,6 +74,8 @@ func readIndexState(ctx context.Context, q querier) (indexState, error) {
 			s.upgrading, s.from = true, v
 		case "retired_to":
 			s.retiredTo = v
+		case "indexed_to":
+			s.indexedTo = v
 		}
 	}
 	if err := rows.Err(); err != nil {

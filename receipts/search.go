@@ -24,9 +24,12 @@ import (
 // the same columns and on time, newest first, a page at a time.
 //
 // The full-text index is SQLite's FTS5 (compiled into modernc.org/sqlite),
-// built as migration step 2 ([searchMigration]); every append and every
-// erasure updates it in its own transaction, so the index never lags behind
-// the log, in this process or another.
+// built as migration step 2 ([searchMigration]). It follows the log: an
+// append does not wait for it, and an indexer takes in the entries after
+// its cursor in transactions of its own (indexer.go), in the background of
+// every process that appends and when the log is opened. A search says how
+// many entries it has yet to take in ([Page.Unindexed]). Erasure updates
+// the index in its own transaction, for the entries it holds.
 
 // searchMigration is step 2 of the log's schema: the full-text index and
 // the indexes the filters use.
@@ -122,11 +125,12 @@ const searchMigration = `
 	INSERT INTO search_fts (rowid, server, tool, decision, client, text)
 		SELECT idx, server, tool, decision, client, text FROM search_source`
 
-// indexEntryTx adds a new entry to the search index, inside the
-// transaction that appends it (a hook in appendTx). An outcome takes its
-// receipt's columns, a pin event its server and tool, first. Its statements
-// are prepared once (l.stmts): the view makes them costly to parse.
-func (l *Log) indexEntryTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c columns) error {
+// columnsTx fills in the searchable columns of a new entry, inside the
+// transaction that appends it (a hook in appendTx): an outcome takes its
+// receipt's, a pin event its server and tool; and it records a step back
+// of the wall clock. The full-text index takes the entry in later
+// (indexer.go). Its statements are prepared once (l.stmts).
+func (l *Log) columnsTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c columns) error {
 	switch e.Kind {
 	case entry.KindOutcome:
 		if _, err := l.stmts.exec(ctx, tx, `UPDATE entries SET server = r.server, tool = r.tool, decision = r.decision, client = r.client
@@ -140,10 +144,6 @@ func (l *Log) indexEntryTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c co
 				return fmt.Errorf("index entry %d: %w", e.Index, err)
 			}
 		}
-	}
-	if _, err := l.stmts.exec(ctx, tx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
-		SELECT idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, e.Index); err != nil {
-		return fmt.Errorf("index entry %d: %w", e.Index, err)
 	}
 	if _, err := l.stmts.exec(ctx, tx, `INSERT OR IGNORE INTO search_meta (key, value)
 		SELECT 'unordered_times', 1 FROM entries AS c, entries AS p
@@ -166,6 +166,10 @@ func (l *Log) indexEntryTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c co
 // the mode is switched off again, in the same transaction: no other
 // connection ever sees it on. TestEraseLeavesIndex checks that the terms
 // leave the database file.
+//
+// Entries at or after the indexer's cursor are in no index yet: they are
+// left alone, and the indexer, when it comes to them, reads them as they
+// are then, erased.
 func (l *Log) unindexTx(ctx context.Context, tx *sql.Tx, idxs []int64) error {
 	st, err := readIndexState(ctx, tx)
 	if err != nil {
@@ -173,6 +177,9 @@ func (l *Log) unindexTx(ctx context.Context, tx *sql.Tx, idxs []int64) error {
 	}
 	byIndex := map[string][]int64{}
 	for _, idx := range dedup(idxs) {
+		if idx >= st.indexedTo {
+			continue
+		}
 		for _, fts := range st.indexes(idx) {
 			byIndex[fts] = append(byIndex[fts], idx)
 		}
@@ -203,6 +210,9 @@ func (l *Log) reindexTx(ctx context.Context, tx *sql.Tx, idxs []int64) error {
 		return fmt.Errorf("index: %w", err)
 	}
 	for _, idx := range dedup(idxs) {
+		if idx >= st.indexedTo {
+			continue
+		}
 		for _, fts := range st.indexes(idx) {
 			if _, err := l.stmts.exec(ctx, tx, `INSERT INTO `+fts+` (rowid, server, tool, decision, client, text)
 				SELECT idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, idx); err != nil {
@@ -300,6 +310,11 @@ func (h Hit) Capability() string {
 type Page struct {
 	Hits []Hit
 	Next int64
+	// Unindexed is how many of the log's newest entries the full-text
+	// index had yet to take in when a query with words ran: words cannot
+	// find them yet (filters alone do). The indexer catches up in the
+	// background of the processes that append.
+	Unindexed int64
 }
 
 // Search returns the entries that match q, newest first, at most q.Limit
@@ -310,6 +325,11 @@ func (l *Reader) Search(ctx context.Context, q Query) (Page, error) {
 	p, err := l.search(ctx, q)
 	if err != nil {
 		return Page{}, fmt.Errorf("search: %w", err)
+	}
+	if len(parseQuery(q.Text)) > 0 {
+		if p.Unindexed, err = l.IndexLag(ctx); err != nil {
+			return Page{}, fmt.Errorf("search: %w", err)
+		}
 	}
 	return p, nil
 }
@@ -328,6 +348,9 @@ func (l *Reader) Erasable(ctx context.Context, q Query) (int, error) {
 func (l *Log) EraseMatching(ctx context.Context, q Query, reason string) (*entry.Entry, int, error) {
 	if q.IsZero() {
 		return nil, 0, fmt.Errorf("erase matching: %w: the query selects every entry", ErrQuery)
+	}
+	if _, err := l.CatchUpIndex(ctx); err != nil {
+		return nil, 0, fmt.Errorf("erase matching: %w", err)
 	}
 	ids, err := l.erasable(ctx, q)
 	if err != nil || len(ids) == 0 {

@@ -580,6 +580,9 @@ func TestShortenedPrefixesFindTheSame(t *testing.T) {
 	if shortened < 20 {
 		t.Fatalf("only %d queries take the shortened path", shortened)
 	}
+	if _, err := l.CatchUpIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	found := 0
 	for _, q := range queries {
 		q.Limit = 9

@@ -179,9 +179,17 @@ func runHistory(ctx context.Context, c *cli, fs *flag.FlagSet, f *historyFlags, 
 		return err
 	}
 	defer st.Close()
+	if strings.TrimSpace(q.Text) != "" {
+		// Best effort: what the index lacks is indexed first, when the
+		// database can be written; else the note below says so.
+		receipts.CatchUpIndex(ctx, st)
+	}
 	page, err := l.Search(ctx, q)
 	if err != nil {
 		return err
+	}
+	if page.Unindexed > 0 {
+		fmt.Fprintf(c.stderr, "note: the search index has yet to take in the newest %d entries: words do not find them yet\nhint: a running proxy or the tray app indexes them within moments; search again\n", page.Unindexed)
 	}
 	if left, upgrading, err := l.IndexBacklog(ctx); err == nil && upgrading && left > 0 && q.Text != "" {
 		fmt.Fprintf(c.stderr, "note: the search index is being upgraded; %d older entries have yet to move, and words typed part way are slower to find in them\nhint: the tray app finishes it in the background, or run: gatehouse history --upgrade-index\n", left)

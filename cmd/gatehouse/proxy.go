@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -80,6 +81,9 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		return usagef("proxy: want exactly one server NAME")
 	}
 	name := pos[0]
+	if stop := cpuProfile(); stop != nil {
+		defer stop()
+	}
 	c.approvalWait = f.approvalWait
 	c.client = f.client
 
@@ -137,7 +141,9 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		CallTimeout:     f.callTimeout,
 	}
 	if !f.passThrough {
-		opts.Governor = c.governor(ctx, st, srv, log)
+		g := c.lazyGovernor(ctx, st, srv, log)
+		defer g.close()
+		opts.Governor = g
 	}
 	p := gateway.New(name, cmd, opts)
 	if srv.Transport == store.TransportHTTP {
@@ -150,6 +156,29 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		return &exitError{1}
 	}
 	return nil
+}
+
+// cpuProfile starts a CPU profile of this process when
+// $GATEHOUSE_CPUPROFILE names a file (the process id is added to the name,
+// as a client may start many proxies), and returns the function that ends
+// it; nil when there is none. For measuring (docs/performance.md).
+func cpuProfile() (stop func()) {
+	path := os.Getenv("GATEHOUSE_CPUPROFILE")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid()))
+	if err != nil {
+		return nil
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // applySettings takes the home's settings (the tray app's Settings view):
@@ -171,30 +200,90 @@ func (c *cli) applySettings(ctx context.Context, st *store.Store, fs *flag.FlagS
 	}
 }
 
-// governor returns the gate for server srv. When the gate cannot be set up
-// (the keychain that holds the signing key is unreachable, the database is
-// damaged), every tools/call is refused with the reason: no call runs that
-// the gate could not decide on and record.
-func (c *cli) governor(ctx context.Context, st *store.Store, srv store.Server, log *slog.Logger) gateway.Governor {
-	g, err := c.newGate(ctx, st, srv, log)
-	if err != nil {
-		log.Error("the gate is closed: every tool call will be refused", slog.Any("err", err))
-		return closedGate{err}
-	}
-	return g
+// lazyGovernor returns the gate for server srv, which it sets up in the
+// background: reading the signing key from the keychain, opening the
+// evidence log and the policy take longer than the server's own start, and
+// the client's initialize need not wait for them. The first call waits.
+// When the gate cannot be set up (the keychain that holds the signing key
+// is unreachable, the database is damaged), every tools/call is refused
+// with the reason: no call runs that the gate could not decide on and
+// record.
+func (c *cli) lazyGovernor(ctx context.Context, st *store.Store, srv store.Server, log *slog.Logger) *lazyGate {
+	lg := &lazyGate{ready: make(chan struct{}), stop: func() {}}
+	go func() {
+		defer close(lg.ready)
+		g, stop, err := c.newGate(ctx, st, srv, log)
+		if err != nil {
+			log.Error("the gate is closed: every tool call will be refused", slog.Any("err", err))
+			lg.g = closedGate{err}
+			return
+		}
+		lg.g, lg.stop = g, stop
+	}()
+	return lg
 }
 
-func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, log *slog.Logger) (*gate.Gate, error) {
+// lazyGate is a gate being set up: its methods wait until it is.
+type lazyGate struct {
+	ready chan struct{}    // closed once g is set
+	g     gateway.Governor // the gate, or a closedGate
+	stop  func()           // ends the gate's shared commits
+}
+
+var (
+	_ gateway.Governor    = (*lazyGate)(nil)
+	_ gateway.ToolWatcher = (*lazyGate)(nil)
+)
+
+func (lg *lazyGate) gate(ctx context.Context) (gateway.Governor, error) {
+	select {
+	case <-lg.ready:
+		return lg.g, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (lg *lazyGate) Authorize(ctx context.Context, call *gateway.Call, progress func(string)) (*gateway.Authorization, error) {
+	g, err := lg.gate(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the gate was not ready: %w", err)
+	}
+	return g.Authorize(ctx, call, progress)
+}
+
+func (lg *lazyGate) Complete(ctx context.Context, call *gateway.Call, a *gateway.Authorization, o *gateway.Outcome) {
+	if g, err := lg.gate(ctx); err == nil {
+		g.Complete(ctx, call, a, o)
+	}
+}
+
+func (lg *lazyGate) ToolsListed(ctx context.Context, tools []*gateway.Tool) {
+	if g, err := lg.gate(ctx); err == nil {
+		if w, ok := g.(gateway.ToolWatcher); ok {
+			w.ToolsListed(ctx, tools)
+		}
+	}
+}
+
+// close ends the gate's part in the home's shared commits, once it is set
+// up: a writer answers the drafts it has and hands over.
+func (lg *lazyGate) close() {
+	<-lg.ready
+	lg.stop()
+}
+
+func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, log *slog.Logger) (*gate.Gate, func(), error) {
 	key, err := vaultFor(st).SigningKey()
 	if err != nil {
-		return nil, fmt.Errorf("the evidence log's signing key is unavailable: %w", err)
+		return nil, nil, fmt.Errorf("the evidence log's signing key is unavailable: %w", err)
 	}
 	l, err := receipts.Open(ctx, st, key)
 	if errors.Is(err, receipts.ErrForeignKey) {
-		return nil, fmt.Errorf("%w (%s)", err, foreignKeyHint)
+		return nil, nil, fmt.Errorf("%w (%s)", err, foreignKeyHint)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A rotation made elsewhere (the app, gatehouse keys rotate) retires
 	// the key this proxy holds: it signs on with the new one, from the
@@ -205,10 +294,12 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 	startWitnessing(ctx, st, l, log)
 	policies, err := policy.Open(ctx, st, &policy.Options{Recorder: policyRecorder(l)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	// The home's proxies commit their receipts together.
+	stop := l.ShareCommits()
 	socket := approval.SocketPath(st.Dir())
-	return gate.New(ctx, gate.Config{
+	g, err := gate.New(ctx, gate.Config{
 		Server:     srv.Name,
 		Client:     c.client,
 		Trusted:    srv.Trusted,
@@ -224,6 +315,11 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 		ApprovalWait: c.approvalWait,
 		Logger:       log,
 	})
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return g, stop, nil
 }
 
 // closedGate refuses every call, saying why.

@@ -183,6 +183,20 @@ type Report struct {
 	// Fleet are the figures of Config.Proxies proxies at once; nil when
 	// not measured.
 	Fleet *Fleet `json:"fleet,omitempty"`
+
+	// Governed runs also measure, side by side with the governed proxy,
+	// the relay alone (--pass-through), and one fsync of a small write in
+	// the home folder: what a governed call must wait for at least.
+	Relay      *Calls   `json:"relay,omitempty"`
+	StartRelay *Startup `json:"start_relay,omitempty"`
+	Fsync      *Fsync   `json:"fsync,omitempty"`
+	// Phases are the governed calls' own figures, from the proxies' log:
+	// deciding, and waiting for the receipt to be durable.
+	Phases      *Phases `json:"phases,omitempty"`
+	FleetPhases *Phases `json:"fleet_phases,omitempty"`
+	// Load is the machine's load average (1, 5, 15 minutes) at the start
+	// and at the end of the run (Linux).
+	Load [2][3]float64 `json:"load"`
 }
 
 // Calls are the throughput and latency figures of one mode.
@@ -239,6 +253,14 @@ type call struct {
 	exact     bool // the answer is the message, not merely contains it
 }
 
+// relayMode is the proxy with --pass-through, measured beside a governed
+// one.
+func relayMode(c *Config) mode {
+	_, p := modes(&Config{Gatehouse: c.Gatehouse, Home: c.Home, Server: c.Server, Tool: c.Tool, Arg: c.Arg, Direct: c.Direct})
+	p.name = "relay"
+	return p
+}
+
 func modes(c *Config) (direct, proxy mode) {
 	cl := call{tool: cmp.Or(c.Tool, defaultTool), arg: cmp.Or(c.Arg, defaultArg), exact: c.builtin()}
 	proxy = mode{name: "proxy", argv: []string{c.Gatehouse, "proxy", cmp.Or(c.Server, ServerName), "--home", c.Home}, call: cl}
@@ -259,21 +281,44 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	direct, proxy := modes(&cfg)
 	r := &Report{Machine: DescribeMachine(), Config: cfg}
-	if err := r.measureCalls(ctx, &cfg, direct, proxy); err != nil {
+	r.Load[0] = loadAverage()
+	ms := []mode{direct, proxy}
+	var fs *fsyncer
+	if cfg.Governed {
+		ms = append(ms, relayMode(&cfg))
+		var err error
+		if fs, err = newFsyncer(cfg.Home); err != nil {
+			return nil, err
+		}
+		defer fs.close()
+	}
+	logAt := logSize(cfg.Home)
+	if err := r.measureCalls(ctx, &cfg, ms, fs); err != nil {
 		return nil, err
 	}
-	if err := r.measureStartup(ctx, &cfg, direct, proxy); err != nil {
+	if cfg.Governed {
+		r.Phases = readPhases(cfg.Home, logAt)
+	}
+	if err := r.measureStartup(ctx, &cfg, ms); err != nil {
 		return nil, err
 	}
 	if cfg.Proxies > 1 {
+		logAt := logSize(cfg.Home)
 		if err := r.measureFleet(ctx, &cfg, proxy); err != nil {
 			return nil, fmt.Errorf("%d proxies at once: %w", cfg.Proxies, err)
 		}
+		if cfg.Governed {
+			r.FleetPhases = readPhases(cfg.Home, logAt)
+		}
 	}
+	r.Load[1] = loadAverage()
 	return r, nil
 }
 
-func (r *Report) measureCalls(ctx context.Context, cfg *Config, direct, proxy mode) error {
+// measureCalls measures the calls of each mode (direct, proxy, and for a
+// governed run the relay), in rounds whose order rotates, with fsyncs of
+// the home folder's disk between them when fs is not nil.
+func (r *Report) measureCalls(ctx context.Context, cfg *Config, ms []mode, fs *fsyncer) error {
 	type side struct {
 		mode
 		s       *session
@@ -281,7 +326,10 @@ func (r *Report) measureCalls(ctx context.Context, cfg *Config, direct, proxy mo
 		elapsed time.Duration
 		rounds  []float64
 	}
-	sides := [2]*side{{mode: direct}, {mode: proxy}}
+	sides := make([]*side, len(ms))
+	for i, m := range ms {
+		sides[i] = &side{mode: m}
+	}
 	for _, sd := range sides {
 		s, _, err := startSession(ctx, sd.mode)
 		if err != nil {
@@ -296,16 +344,22 @@ func (r *Report) measureCalls(ctx context.Context, cfg *Config, direct, proxy mo
 	}
 	proxyPID := sides[1].s.cmd.Process.Pid
 	r.ProxyMemory.Idle, _, _ = procMemory(proxyPID)
+	var syncs []time.Duration
 	next := 0 // number of the next call's message
 	for round := range cfg.Rounds {
 		n := cfg.Calls / cfg.Rounds
 		if round == cfg.Rounds-1 {
 			n = cfg.Calls - n*(cfg.Rounds-1)
 		}
-		// direct, proxy, proxy, direct, ...: neither side always goes first.
-		order := []*side{sides[0], sides[1]}
+		// direct, proxy, proxy, direct, ... (and the relay, rotating): no
+		// side always goes first.
+		order := slices.Clone(sides)
 		if round%2 == 1 {
-			order[0], order[1] = order[1], order[0]
+			slices.Reverse(order)
+		}
+		if len(order) > 2 {
+			k := (round / 2) % len(order)
+			order = slices.Concat(order[k:], order[:k])
 		}
 		for _, sd := range order {
 			start := time.Now()
@@ -318,6 +372,13 @@ func (r *Report) measureCalls(ctx context.Context, cfg *Config, direct, proxy mo
 			sd.lat = append(sd.lat, lat...)
 			sd.elapsed += el
 			sd.rounds = append(sd.rounds, float64(n)/el.Seconds())
+		}
+		if fs != nil {
+			d, err := fs.sample(fsyncsPerRound)
+			if err != nil {
+				return err
+			}
+			syncs = append(syncs, d...)
 		}
 	}
 	_, r.ProxyMemory.Peak, _ = procMemory(proxyPID)
@@ -340,6 +401,14 @@ func (r *Report) measureCalls(ctx context.Context, cfg *Config, direct, proxy mo
 		}
 	}
 	r.Direct, r.Proxy = sum(sides[0]), sum(sides[1])
+	if len(sides) > 2 {
+		relay := sum(sides[2])
+		r.Relay = &relay
+	}
+	if len(syncs) > 0 {
+		slices.Sort(syncs)
+		r.Fsync = &Fsync{Samples: len(syncs), P50: percentile(syncs, 0.50), P90: percentile(syncs, 0.90)}
+	}
 	r.Ratio = r.Proxy.PerSecond / r.Direct.PerSecond
 	for i := range r.Direct.Rounds {
 		r.RoundRatios = append(r.RoundRatios, r.Proxy.Rounds[i]/r.Direct.Rounds[i])
@@ -347,8 +416,8 @@ func (r *Report) measureCalls(ctx context.Context, cfg *Config, direct, proxy mo
 	return nil
 }
 
-func (r *Report) measureStartup(ctx context.Context, cfg *Config, direct, proxy mode) (err error) {
-	var samples [2][]time.Duration
+func (r *Report) measureStartup(ctx context.Context, cfg *Config, ms []mode) (err error) {
+	samples := make([][]time.Duration, len(ms))
 	// Stopping is not counted, and may take seconds (directStopGrace, the
 	// proxy's own grace) for a server that does not exit when its input
 	// closes: sessions stop in the background while the next start is
@@ -364,18 +433,21 @@ func (r *Report) measureStartup(ctx context.Context, cfg *Config, direct, proxy 
 		return d, nil
 	}
 	// One start each that is not counted: it loads the binary into the page cache.
-	for _, m := range []mode{direct, proxy} {
+	for _, m := range ms {
 		if _, err := once(m); err != nil {
 			return err
 		}
 	}
 	for i := range cfg.Starts {
-		order := []int{0, 1}
+		var order []int
+		for k := range ms {
+			order = append(order, (k+i)%len(ms))
+		}
 		if i%2 == 1 {
-			order = []int{1, 0}
+			slices.Reverse(order)
 		}
 		for _, k := range order {
-			d, err := once([]mode{direct, proxy}[k])
+			d, err := once(ms[k])
 			if err != nil {
 				return err
 			}
@@ -388,6 +460,10 @@ func (r *Report) measureStartup(ctx context.Context, cfg *Config, direct, proxy 
 			Min: s[0], Max: s[len(s)-1]}
 	}
 	r.StartDirect, r.StartProxy = sum(samples[0]), sum(samples[1])
+	if len(ms) > 2 {
+		relay := sum(samples[2])
+		r.StartRelay = &relay
+	}
 	r.StartAdded = r.StartProxy.P50 - r.StartDirect.P50
 	return nil
 }

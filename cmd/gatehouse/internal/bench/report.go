@@ -85,7 +85,18 @@ func (r *Report) WriteText(w io.Writer) error {
 		name string
 		c    Calls
 	}{{"  direct", r.Direct}, {"  proxy", r.Proxy}} {
+		if m.name == "  proxy" && r.Relay != nil {
+			row("  relay (--pass-through)", fmt.Sprintf("%.0f", r.Relay.PerSecond), ms(r.Relay.P50), ms(r.Relay.P90), ms(r.Relay.P99), ms(r.Relay.Max))
+			m.name = "  governed"
+		}
 		row(m.name, fmt.Sprintf("%.0f", m.c.PerSecond), ms(m.c.P50), ms(m.c.P90), ms(m.c.P99), ms(m.c.Max))
+	}
+	if f := r.Fsync; f != nil {
+		row("  one fsync (home disk)", fmt.Sprint(f.Samples), ms(f.P50), ms(f.P90), "", "")
+	}
+	if p := r.Phases; p != nil {
+		fmt.Fprintf(&b, "  governed, in the proxy: decide p50 %s; receipt durable p50 %s, p90 %s, p99 %s (%d calls)\n",
+			ms(p.DecideP50), ms(p.ReceiptP50), ms(p.ReceiptP90), ms(p.ReceiptP99), p.Calls)
 	}
 	b.WriteByte('\n')
 	row("start-up to initialize", "samples", "p50", "p90", "min", "max")
@@ -93,6 +104,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		name string
 		s    Startup
 	}{{"  direct", r.StartDirect}, {"  proxy", r.StartProxy}} {
+		if m.name == "  proxy" && r.StartRelay != nil {
+			s := r.StartRelay
+			row("  relay", fmt.Sprint(s.Samples), ms(s.P50), ms(s.P90), ms(s.Min), ms(s.Max))
+			m.name = "  governed"
+		}
 		row(m.name, fmt.Sprint(m.s.Samples), ms(m.s.P50), ms(m.s.P90), ms(m.s.Min), ms(m.s.Max))
 	}
 
@@ -104,6 +120,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteByte('\n')
 		row(fmt.Sprintf("%d proxies at once", f.Proxies), "calls/s", "p50", "p90", "p99", "max")
 		row("  all calls", fmt.Sprintf("%.0f", f.PerSecond), ms(f.P50), ms(f.P90), ms(f.P99), ms(f.Max))
+		if p := r.FleetPhases; p != nil {
+			fmt.Fprintf(&b, "  in the proxies: decide p50 %s; receipt durable p50 %s, p90 %s, p99 %s\n",
+				ms(p.DecideP50), ms(p.ReceiptP50), ms(p.ReceiptP90), ms(p.ReceiptP99))
+		}
 	}
 	if m := r.ProxyMemory; m.Idle > 0 {
 		fmt.Fprintf(&b, "\nproxy memory (resident): %s once started, %s at most under the calls\n", mb(m.Idle), mb(m.Peak))
@@ -115,6 +135,18 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "goal: proxy starts in < %s (p50): %s\n", ms(GoalStartup), verdict(r.StartupMet()))
 	} else {
 		fmt.Fprintf(&b, "goal: proxy adds < %s to the server's start-up (p50 - p50): %s\n", ms(GoalStartup), verdict(r.StartupMet()))
+	}
+	if met, ok := r.GovernedMet(); ok {
+		fmt.Fprintf(&b, "goal: governed p50 <= relay p50 + fsync p50 + %s (%s <= %s + %s + %s): %s\n",
+			ms(GoalGovernedOverFsync), ms(r.Proxy.P50), ms(r.Relay.P50), ms(r.Fsync.P50), ms(GoalGovernedOverFsync), verdict(met))
+	}
+	if f := r.Fleet; f != nil && c.Governed {
+		fmt.Fprintf(&b, "goal: %d governed proxies >= %d calls/s in all, p99 <= %s: %s\n",
+			f.Proxies, GoalFleetCalls, ms(GoalFleetP99), verdict(r.FleetMet()))
+	}
+	if l := r.Load; l[0][0] > 0 {
+		fmt.Fprintf(&b, "load average: %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end\n",
+			l[0][0], l[0][1], l[0][2], l[1][0], l[1][1], l[1][2])
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

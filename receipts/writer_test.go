@@ -1,0 +1,110 @@
+//go:build unix
+
+package receipts
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
+)
+
+func appendOne(tb testing.TB, l *Log, marker string) *entry.Entry {
+	tb.Helper()
+	r, o := call(tb, l, "files", "read_file", entry.Allow, "cursor", `{"path":"/srv/`+marker+`.txt"}`, entry.Succeeded, `"ok"`)
+	if o.Index <= r.Index {
+		tb.Fatalf("outcome %d before its receipt %d", o.Index, r.Index)
+	}
+	return r
+}
+
+// Two logs of one home that share commits: the first to commit becomes
+// the writer, and the other's receipts and outcomes are committed by it,
+// each acknowledged with its signed entry.
+func TestSharedCommits(t *testing.T) {
+	home, seed := t.TempDir(), newSeed(t)
+	w, _ := openShared(t, home, seed)
+	defer w.ShareCommits()()
+	appendOne(t, w, "first")
+	c, _ := openShared(t, home, seed)
+	defer c.ShareCommits()()
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() { appendOne(t, c, fmt.Sprintf("client%d", i)) })
+	}
+	wg.Wait()
+	if s := w.commits.shared; s == nil || s.lock == nil {
+		t.Fatal("the first log to commit is not the home's writer")
+	}
+	if s := c.commits.shared; s == nil || s.client == nil {
+		t.Fatal("the second log did not send its appends to the writer")
+	}
+	if n := verifyLog(t, w); n != 1+2+40 {
+		t.Errorf("size %d, want 43", n)
+	}
+	if p := mustSearch(t, w, Query{Text: "client7"}); len(p.Hits) != 1 || p.Hits[0].Status != entry.Succeeded {
+		t.Errorf("Search(client7) = %+v, want the receipt with its outcome's status", p.Hits)
+	}
+}
+
+// A writer killed with kill -9: the next append elects a new writer (here
+// the client itself), and nothing acknowledged is lost.
+func TestWriterKilled(t *testing.T) {
+	home, seed := t.TempDir(), newSeed(t)
+	l, _ := openShared(t, home, seed)
+	cmd := startRole(t, "sharer", home, seed, "w", 0)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, "writer ") {
+		t.Fatalf("sharer: %q, %v", line, err)
+	}
+	defer l.ShareCommits()()
+	before := appendOne(t, l, "before")
+	if l.commits.shared.client == nil {
+		t.Fatal("the append did not go through the writer")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	after := appendOne(t, l, "after")
+	if l.commits.shared.lock == nil {
+		t.Error("the surviving log did not take over as the writer")
+	}
+	n := verifyLog(t, l)
+	if n != 1+1+2+2 || after.Index <= before.Index {
+		t.Errorf("size %d, indexes %d then %d: want 6 entries in order", n, before.Index, after.Index)
+	}
+}
+
+// The drafts a client sent to a writer that dies before answering fail
+// with ErrWriterGone: their calls must not run.
+func TestWriterGoneFailsPending(t *testing.T) {
+	a, b := net.Pipe()
+	c := newWriterConn(a, nil, nil)
+	go func() {
+		bufio.NewReader(b).ReadString('\n') // the draft arrives; the writer dies
+		b.Close()
+	}()
+	j := &job{d: draft{kind: entry.KindReceipt, prefix: "r", body: entry.Receipt{Server: "files"}}, urgent: true, done: make(chan struct{})}
+	c.send([]*job{j})
+	<-j.done
+	if !errors.Is(j.err, ErrWriterGone) || j.e != nil {
+		t.Fatalf("pending append = %v, %v; want ErrWriterGone", j.e, j.err)
+	}
+	j2 := &job{d: j.d, done: make(chan struct{})}
+	c.send([]*job{j2})
+	<-j2.done
+	if !errors.Is(j2.err, ErrWriterGone) {
+		t.Errorf("append on a dead connection = %v, want ErrWriterGone", j2.err)
+	}
+}
