@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/approval"
+	"github.com/gatehouse-dev/gatehouse/gateway/confine"
 	"github.com/gatehouse-dev/gatehouse/gateway/gate"
 	"github.com/gatehouse-dev/gatehouse/gateway/policy"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
@@ -128,6 +129,18 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		gateway.Refuse(ctx, c.stdin, out, fmt.Errorf("%w (%s)", err, hint))
 		return &exitError{1}
 	}
+	if srv.Transport != store.TransportHTTP {
+		var prep *confine.Prepared
+		cmd, prep, c.confinement, err = confineServer(srv, cmd, st.Dir(), "gatehouse proxy", c.stderr)
+		if err != nil {
+			log.Error("server not started", slog.Any("err", err))
+			hint := confineHint(name, err)
+			fmt.Fprintf(c.stderr, "gatehouse proxy: %v\nhint: %s\n", err, hint)
+			gateway.Refuse(ctx, c.stdin, out, fmt.Errorf("%w (%s)", err, hint))
+			return &exitError{1}
+		}
+		defer prep.Cleanup()
+	}
 	max := f.maxMessageBytes
 	opts := &gateway.Options{
 		Logger:          log,
@@ -209,14 +222,15 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 	}
 	socket := approval.SocketPath(st.Dir())
 	return gate.New(ctx, gate.Config{
-		Server:     srv.Name,
-		Client:     c.client,
-		Trusted:    srv.Trusted,
-		LocalFiles: srv.Transport == store.TransportStdio,
-		Home:       st.Dir(),
-		Log:        l,
-		Policies:   policies,
-		Pins:       st,
+		Server:      srv.Name,
+		Client:      c.client,
+		Trusted:     srv.Trusted,
+		Confinement: c.confinement,
+		LocalFiles:  srv.Transport == store.TransportStdio,
+		Home:        st.Dir(),
+		Log:         l,
+		Policies:    policies,
+		Pins:        st,
 		Ask: func(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error) {
 			return approval.Ask(ctx, socket, req, wait, progress)
 		},

@@ -71,6 +71,9 @@ type Config struct {
 	// empty means it is never paused.
 	Home    string
 	Trusted bool // the user trusts the server's annotations
+	// Confinement is how the server was started, recorded in every
+	// receipt; nil records nothing (a remote server).
+	Confinement *entry.Confinement
 	// LocalFiles says the server runs on this machine (a stdio server): path
 	// arguments are checked against folder constraints after following
 	// symbolic links ([RealPath]), as the server will follow them.
@@ -280,6 +283,7 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		Capability: capability, Server: g.cfg.Server, Tool: c.Tool,
 		Decision: string(d.verdict), Rule: d.rule, PolicyHash: pol.Hash(), Approver: d.approver,
 		Client: entry.Client{Name: c.Client.Name, Version: c.Client.Version}, ToolHash: toolHash, Session: c.Session,
+		Confinement: g.cfg.Confinement,
 	}
 	// A decision that was made is written even if the client has given up.
 	decided := time.Now()
