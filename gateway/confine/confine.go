@@ -232,6 +232,12 @@ func Prepare(self string, cmd gateway.Command, req Request) (*Prepared, error) {
 			return &PathError{Path: p, Why: "does not exist (a declared folder must exist before the server starts): " + why}
 		}
 		if home != "" && (within(home, abs) || within(abs, home)) {
+			if !declared {
+				// Found, not asked for (the folder of a file its command
+				// line names): left out, and the user told.
+				notes = append(notes, fmt.Sprintf("%s is not given to the server: it holds the Gatehouse home", abs))
+				return nil
+			}
 			return &PathError{Path: p, Why: fmt.Sprintf("would give the server the Gatehouse home %s (Landlock cannot take back a folder inside one it grants)", home)}
 		}
 		if !slices.Contains(*list, abs) {
