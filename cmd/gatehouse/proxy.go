@@ -226,11 +226,15 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 		Client:      c.client,
 		Trusted:     srv.Trusted,
 		Confinement: c.confinement,
-		LocalFiles:  srv.Transport == store.TransportStdio,
-		Home:        st.Dir(),
-		Log:         l,
-		Policies:    policies,
-		Pins:        st,
+		Quarantined: func(ctx context.Context) (bool, error) {
+			s, err := st.Server(ctx, srv.Name)
+			return s.Quarantined, err
+		},
+		LocalFiles: srv.Transport == store.TransportStdio,
+		Home:       st.Dir(),
+		Log:        l,
+		Policies:   policies,
+		Pins:       st,
 		Ask: func(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error) {
 			return approval.Ask(ctx, socket, req, wait, progress)
 		},

@@ -52,6 +52,7 @@ type serverAddFlags struct {
 type confinementFlags struct {
 	confine, unconfinedOK     bool
 	read, write, net          listFlag
+	quarantine                bool
 	noConfine, noUnconfinedOK bool // server set only
 	clear                     bool // server set only
 }
@@ -62,6 +63,7 @@ func declareConfinementFlags(fs *flag.FlagSet, f *confinementFlags) {
 	fs.Var(&f.write, "allow-write", "let the confined server read and write `PATH` (a folder or file; repeatable)")
 	fs.Var(&f.net, "allow-net", "let the confined server connect to TCP `PORT`, or * for any (repeatable)")
 	fs.BoolVar(&f.unconfinedOK, "unconfined-ok", false, "start the server unconfined, saying so, where confinement is not available (no Landlock)")
+	fs.BoolVar(&f.quarantine, "quarantine", false, "hold every call to the server for a person's approval until it is reviewed (gatehouse server review NAME)")
 }
 
 // apply sets srv's confinement as the flags say; absolute paths are kept,
@@ -103,6 +105,9 @@ func (f *confinementFlags) apply(srv *store.Server) error {
 	}
 	if f.noUnconfinedOK {
 		srv.UnconfinedOK = false
+	}
+	if f.quarantine {
+		srv.Quarantined = true
 	}
 	return nil
 }
@@ -623,4 +628,43 @@ A server to be confined does not start where confinement cannot be applied
 		fmt.Fprintf(c.stderr, "gatehouse: server %s%s\n", srv.Name, confinedNote(srv))
 		return nil
 	}),
+}
+
+var serverReviewCmd = &command{
+	name:    "server review",
+	usage:   "NAME",
+	summary: "end a server's quarantine: its calls are decided by the policy alone",
+	help: `
+A server registered with --quarantine (or put back with 'server set NAME
+--quarantine') has each of its calls held for a person's approval, whatever
+the policy allows, until you review it: look at its tools and their risk
+(gatehouse tools NAME), set the rules you want, then run this.`,
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("server review: want exactly one server NAME")
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		srv, err := lookupServer(ctx, st, pos[0])
+		if err != nil {
+			return err
+		}
+		if !srv.Quarantined {
+			fmt.Fprintf(c.stderr, "gatehouse: server %s is not in quarantine\n", srv.Name)
+			return nil
+		}
+		srv.Quarantined = false
+		if err := st.UpdateServer(ctx, srv); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "gatehouse: server %s reviewed: its calls are decided by the policy alone\n", srv.Name)
+		return nil
+	},
 }

@@ -13,9 +13,50 @@ import (
 )
 
 // containmentCases hold a server to less than the user's own reach: a
-// confined server cannot leave its folders and ports whatever it does.
+// confined server cannot leave its folders and ports whatever it does; a
+// quarantined one runs nothing a person did not approve until the user
+// reviews it.
 func containmentCases() []Case {
 	return []Case{
+		{
+			Family: Containment, Name: "a quarantined server called before review",
+			Claim: "a server in quarantine runs no call without a person's approval, even one a rule allows, until the user reviews it",
+			Run: func(ctx context.Context, t *T) error {
+				l, err := t.Lab()
+				if err != nil {
+					return err
+				}
+				if err := l.AddServer(ctx, serverName, "", []string{"--quarantine"}); err != nil {
+					return err
+				}
+				if _, _, err := l.Gatehouse(ctx, stdPolicy, "policy", "import", "-"); err != nil {
+					return err
+				}
+				s, err := l.Connect(ctx, serverName)
+				if err != nil {
+					return err
+				}
+				const marker = "eval: before review"
+				res, err := s.CallTool(ctx, "echo", map[string]any{"message": marker})
+				if err != nil {
+					return err
+				}
+				if err := notRun(l, "echo", marker); err != nil {
+					return err
+				}
+				if err := refusal("an allowed call to a quarantined server", res, "quarantine", "gatehouse server review adv"); err != nil {
+					return err
+				}
+				if err := l.Must(ctx, "server", "review", serverName); err != nil {
+					return err
+				}
+				const after = "eval: after review"
+				if res, err := s.CallTool(ctx, "echo", map[string]any{"message": after}); err != nil || res.IsError {
+					return fmt.Errorf("after review, the allowed call was refused (%v): %s", err, res.Text)
+				}
+				return wasRun(l, "echo", after)
+			},
+		},
 		{
 			Family: Containment, Name: "a server escaping its confinement",
 			Claim: "a confined server, on an allowed harmless call, cannot read outside its folders, write into the Gatehouse home, or connect to a port it did not declare",
