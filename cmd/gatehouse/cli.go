@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/store"
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -27,6 +28,9 @@ type cli struct {
 	logLevel       slog.Level
 	approvalWait   time.Duration // proxy --approval-wait
 	client         string        // proxy --client
+	// confinement is how the proxy started its server, as its receipts
+	// record it; nil for a remote server.
+	confinement *entry.Confinement
 }
 
 // A command is one subcommand of gatehouse.
@@ -65,8 +69,8 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
-		proxyCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
+		serverAddCmd, serverSetCmd, serverReviewCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
+		proxyCmd, confineCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysAdoptCmd, keysExportCmd,
 		secretSetCmd, secretRemoveCmd, secretListCmd,
 		approvalsCmd, pauseCmd, resumeCmd,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/approval"
+	"github.com/gatehouse-dev/gatehouse/gateway/confine"
 	"github.com/gatehouse-dev/gatehouse/gateway/gate"
 	"github.com/gatehouse-dev/gatehouse/gateway/policy"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
@@ -131,6 +132,18 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		}
 		gateway.Refuse(ctx, c.stdin, out, fmt.Errorf("%w (%s)", err, hint))
 		return &exitError{1}
+	}
+	if srv.Transport != store.TransportHTTP {
+		var prep *confine.Prepared
+		cmd, prep, c.confinement, err = confineServer(srv, cmd, st.Dir(), "gatehouse proxy", c.stderr)
+		if err != nil {
+			log.Error("server not started", slog.Any("err", err))
+			hint := confineHint(name, err)
+			fmt.Fprintf(c.stderr, "gatehouse proxy: %v\nhint: %s\n", err, hint)
+			gateway.Refuse(ctx, c.stdin, out, fmt.Errorf("%w (%s)", err, hint))
+			return &exitError{1}
+		}
+		defer prep.Cleanup()
 	}
 	max := f.maxMessageBytes
 	opts := &gateway.Options{
@@ -300,9 +313,14 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 	stop := l.ShareCommits()
 	socket := approval.SocketPath(st.Dir())
 	g, err := gate.New(ctx, gate.Config{
-		Server:     srv.Name,
-		Client:     c.client,
-		Trusted:    srv.Trusted,
+		Server:      srv.Name,
+		Client:      c.client,
+		Trusted:     srv.Trusted,
+		Confinement: c.confinement,
+		Quarantined: func(ctx context.Context) (bool, error) {
+			s, err := st.Server(ctx, srv.Name)
+			return s.Quarantined, err
+		},
 		LocalFiles: srv.Transport == store.TransportStdio,
 		Home:       st.Dir(),
 		Log:        l,

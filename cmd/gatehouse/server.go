@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/confine"
 	"github.com/gatehouse-dev/gatehouse/gateway/downstream"
 	"github.com/gatehouse-dev/gatehouse/internal/shellwords"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
@@ -43,6 +44,72 @@ type serverAddFlags struct {
 	secretHeader listFlag
 	secretEnv    listFlag
 	cwd          string
+	confinement  confinementFlags
+}
+
+// confinementFlags are the flags that say how a stdio server is confined,
+// on server add and server set.
+type confinementFlags struct {
+	confine, unconfinedOK     bool
+	read, write, net          listFlag
+	quarantine                bool
+	noConfine, noUnconfinedOK bool // server set only
+	clear                     bool // server set only
+}
+
+func declareConfinementFlags(fs *flag.FlagSet, f *confinementFlags) {
+	fs.BoolVar(&f.confine, "confine", false, "start the server confined to what it needs (Linux: Landlock); implied by --allow-read, --allow-write and --allow-net")
+	fs.Var(&f.read, "allow-read", "let the confined server read `PATH` (a folder or file; repeatable)")
+	fs.Var(&f.write, "allow-write", "let the confined server read and write `PATH` (a folder or file; repeatable)")
+	fs.Var(&f.net, "allow-net", "let the confined server connect to TCP `PORT`, or * for any (repeatable)")
+	fs.BoolVar(&f.unconfinedOK, "unconfined-ok", false, "start the server unconfined, saying so, where confinement is not available (no Landlock)")
+	fs.BoolVar(&f.quarantine, "quarantine", false, "hold every call to the server for a person's approval until it is reviewed (gatehouse server review NAME)")
+}
+
+// apply sets srv's confinement as the flags say; absolute paths are kept,
+// relative ones made absolute.
+func (f *confinementFlags) apply(srv *store.Server) error {
+	if f.clear {
+		srv.AllowRead, srv.AllowWrite, srv.AllowNet = nil, nil, nil
+	}
+	for _, l := range []struct {
+		dst *[]string
+		v   []string
+	}{{&srv.AllowRead, f.read}, {&srv.AllowWrite, f.write}} {
+		for _, p := range l.v {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(*l.dst, abs) {
+				*l.dst = append(*l.dst, abs)
+			}
+		}
+	}
+	for _, n := range f.net {
+		if _, _, err := confine.ParsePort(n); err != nil {
+			return usagef("--allow-net: %v", err)
+		}
+		if !slices.Contains(srv.AllowNet, n) {
+			srv.AllowNet = append(srv.AllowNet, n)
+		}
+	}
+	if f.confine || len(f.read) > 0 || len(f.write) > 0 || len(f.net) > 0 {
+		srv.Confine = true
+	}
+	if f.noConfine {
+		srv.Confine = false
+	}
+	if f.unconfinedOK {
+		srv.UnconfinedOK = true
+	}
+	if f.noUnconfinedOK {
+		srv.UnconfinedOK = false
+	}
+	if f.quarantine {
+		srv.Quarantined = true
+	}
+	return nil
 }
 
 var serverAddCmd = &command{
@@ -80,6 +147,7 @@ Examples:
 		fs.Var(&f.secretHeader, "secret-header", "ask for the value of header `NAME` and keep it in the keychain (repeatable)")
 		fs.Var(&f.secretEnv, "secret-env", "ask for the value of environment variable `KEY` and keep it in the keychain (repeatable)")
 		fs.StringVar(&f.cwd, "cwd", "", "working `folder` of the server")
+		declareConfinementFlags(fs, &f.confinement)
 	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *serverAddFlags, args []string) error {
 		pos, err := parse(fs, args, 2)
 		if err != nil {
@@ -109,6 +177,9 @@ Examples:
 			Env:       f.env,
 			Cwd:       cwd,
 		}
+		if err := f.confinement.apply(&srv); err != nil {
+			return err
+		}
 		secretEnv := f.secretEnv
 		for _, k := range secretEnv {
 			if _, dup := srv.Env[k]; dup {
@@ -130,6 +201,9 @@ func (c *cli) addRemoteServer(ctx context.Context, f *serverAddFlags, pos []stri
 	}
 	if len(f.env) > 0 || len(f.secretEnv) > 0 || f.cwd != "" {
 		return usagef("server add: --env, --secret-env and --cwd are for a server Gatehouse starts, not one at a URL")
+	}
+	if cf := f.confinement; cf.confine || cf.unconfinedOK || len(cf.read)+len(cf.write)+len(cf.net) > 0 {
+		return usagef("server add: a remote server (--url) is not started by Gatehouse, so it cannot be confined")
 	}
 	srv := store.Server{Name: pos[0], Transport: store.TransportHTTP, URL: f.url,
 		Headers: map[string]string(f.header)}
@@ -183,7 +257,7 @@ func (c *cli) addServer(ctx context.Context, srv store.Server, secretKeys []stri
 		}
 		return err
 	}
-	fmt.Fprintf(c.stderr, "gatehouse: added server %s\nhint: check it with: gatehouse server test %s\n", srv.Name, srv.Name)
+	fmt.Fprintf(c.stderr, "gatehouse: added server %s%s\nhint: check it with: gatehouse server test %s\n", srv.Name, confinedNote(srv), srv.Name)
 	return nil
 }
 
@@ -243,9 +317,10 @@ var serverListCmd = &command{
 			return nil
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tTRANSPORT\tCOMMAND OR URL")
+		abi, _ := confine.ABI()
+		fmt.Fprintln(tw, "NAME\tTRANSPORT\tCONFINED\tCOMMAND OR URL")
 		for _, s := range servers {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Transport, commandLine(s))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Transport, confinedColumn(s, abi), commandLine(s))
 		}
 		return tw.Flush()
 	}),
@@ -266,23 +341,36 @@ func commandLine(s store.Server) string {
 
 func printServersJSON(w io.Writer, servers []store.Server) error {
 	type entry struct {
-		Name       string    `json:"name"`
-		Transport  string    `json:"transport"`
-		Command    string    `json:"command,omitempty"`
-		Args       []string  `json:"args,omitempty"`
-		EnvKeys    []string  `json:"envKeys,omitempty"`
-		Cwd        string    `json:"cwd,omitempty"`
-		URL        string    `json:"url,omitempty"`
-		HeaderKeys []string  `json:"headerKeys,omitempty"`
-		Trusted    bool      `json:"trusted"`
-		CreatedAt  time.Time `json:"createdAt"`
+		Name       string   `json:"name"`
+		Transport  string   `json:"transport"`
+		Command    string   `json:"command,omitempty"`
+		Args       []string `json:"args,omitempty"`
+		EnvKeys    []string `json:"envKeys,omitempty"`
+		Cwd        string   `json:"cwd,omitempty"`
+		URL        string   `json:"url,omitempty"`
+		HeaderKeys []string `json:"headerKeys,omitempty"`
+		Trusted    bool     `json:"trusted"`
+		// Confined says whether the proxy starts it confined here: "yes",
+		// "no", "unconfined" (to be confined, but this machine cannot, and
+		// the registration accepts that) or "refused" (to be confined,
+		// this machine cannot: it does not start).
+		Confined     string    `json:"confined"`
+		AllowRead    []string  `json:"allowRead,omitempty"`
+		AllowWrite   []string  `json:"allowWrite,omitempty"`
+		AllowNet     []string  `json:"allowNet,omitempty"`
+		UnconfinedOK bool      `json:"unconfinedOK,omitempty"`
+		Quarantined  bool      `json:"quarantined,omitempty"`
+		CreatedAt    time.Time `json:"createdAt"`
 	}
+	abi, _ := confine.ABI()
 	out := make([]entry, 0, len(servers))
 	for _, s := range servers {
 		// Names of variables and headers only: values may be secrets.
 		out = append(out, entry{Name: s.Name, Transport: s.Transport, Command: s.Command, Args: s.Args,
 			EnvKeys: slices.Sorted(maps.Keys(s.Env)), Cwd: s.Cwd, URL: s.URL,
-			HeaderKeys: slices.Sorted(maps.Keys(s.Headers)), Trusted: s.Trusted, CreatedAt: s.CreatedAt})
+			HeaderKeys: slices.Sorted(maps.Keys(s.Headers)), Trusted: s.Trusted,
+			Confined: confinedState(s, abi), AllowRead: s.AllowRead, AllowWrite: s.AllowWrite, AllowNet: s.AllowNet,
+			UnconfinedOK: s.UnconfinedOK, Quarantined: s.Quarantined, CreatedAt: s.CreatedAt})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -386,6 +474,11 @@ var serverTestCmd = &command{
 			if rerr != nil {
 				return withHint(rerr, "store the secret with: gatehouse secret set ID")
 			}
+			cmd, prep, _, cerr := confineServer(srv, cmd, st.Dir(), "gatehouse", c.stderr)
+			if cerr != nil {
+				return withHint(cerr, "%s", confineHint(srv.Name, cerr))
+			}
+			defer prep.Cleanup()
 			h, err = gateway.Probe(ctx, cmd, c.stderr)
 		}
 		if err != nil {
@@ -424,4 +517,154 @@ func summary(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// confinedState says whether the proxy starts s confined on this machine,
+// whose Landlock ABI is abi (0: none).
+func confinedState(s store.Server, abi int) string {
+	switch {
+	case s.Transport == store.TransportHTTP:
+		return "remote"
+	case !s.Confine:
+		return "no"
+	case abi >= netABINeeded(s):
+		return "yes"
+	case s.UnconfinedOK:
+		return "unconfined"
+	}
+	return "refused"
+}
+
+// netABINeeded is the least Landlock ABI that confines s as it asks.
+func netABINeeded(s store.Server) int {
+	if slices.Contains(s.AllowNet, "*") {
+		return 1
+	}
+	return confine.NetABI
+}
+
+// confinedColumn is confinedState for people.
+func confinedColumn(s store.Server, abi int) string {
+	st := confinedState(s, abi)
+	switch st {
+	case "yes":
+		st = fmt.Sprintf("yes (landlock %d)", abi)
+	case "unconfined":
+		st = "no: cannot here (unconfined-ok)"
+	case "refused":
+		st = "no: cannot here, will not start"
+	}
+	if s.Quarantined {
+		st += ", quarantined"
+	}
+	return st
+}
+
+// confinedNote says how a newly registered server will start.
+func confinedNote(s store.Server) string {
+	if !s.Confine {
+		return " (unconfined)"
+	}
+	abi, err := confine.ABI()
+	switch st := confinedState(s, abi); st {
+	case "yes":
+		return fmt.Sprintf(" (confined: Landlock ABI %d)", abi)
+	case "unconfined":
+		return fmt.Sprintf(" (to be confined, but not on this machine: %v; it will start unconfined, as --unconfined-ok says)", err)
+	default:
+		return fmt.Sprintf(" (to be confined, but not on this machine: the proxy will refuse to start it; Landlock ABI %d)", abi)
+	}
+}
+
+var serverSetCmd = &command{
+	name:    "server set",
+	usage:   "NAME [--confine | --no-confine] [--allow-read PATH]... [--allow-write PATH]... [--allow-net PORT]... [--clear-allow] [--unconfined-ok | --no-unconfined-ok]",
+	summary: "change how a registered server is confined",
+	help: `
+A confined server (Linux, Landlock) may read and execute the system's
+programs and libraries and its own install, write a private temporary
+folder and the folders its command line names, and nothing else of the
+file system unless given: --allow-read and --allow-write add folders or
+files, --allow-net a TCP port it may connect to (or * for any). Lists grow;
+--clear-allow empties them first.
+
+A server to be confined does not start where confinement cannot be applied
+(no Landlock, or one too old to restrict the network), unless
+--unconfined-ok: then it starts unconfined, and says so.`,
+	flags: flagged(func(fs *flag.FlagSet, f *confinementFlags) {
+		declareConfinementFlags(fs, f)
+		fs.BoolVar(&f.noConfine, "no-confine", false, "start the server unconfined")
+		fs.BoolVar(&f.noUnconfinedOK, "no-unconfined-ok", false, "refuse to start the server where it cannot be confined")
+		fs.BoolVar(&f.clear, "clear-allow", false, "empty the allowed paths and ports before adding the ones given")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *confinementFlags, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("server set: want exactly one server NAME")
+		}
+		if f.confine && f.noConfine || f.unconfinedOK && f.noUnconfinedOK {
+			return usagef("server set: a flag and its --no- form together")
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		srv, err := lookupServer(ctx, st, pos[0])
+		if err != nil {
+			return err
+		}
+		if srv.Transport == store.TransportHTTP {
+			return usagef("server set: %s is a remote server: Gatehouse does not start it, so it cannot be confined", srv.Name)
+		}
+		if err := f.apply(&srv); err != nil {
+			return err
+		}
+		if err := st.UpdateServer(ctx, srv); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "gatehouse: server %s%s\n", srv.Name, confinedNote(srv))
+		return nil
+	}),
+}
+
+var serverReviewCmd = &command{
+	name:    "server review",
+	usage:   "NAME",
+	summary: "end a server's quarantine: its calls are decided by the policy alone",
+	help: `
+A server registered with --quarantine (or put back with 'server set NAME
+--quarantine') has each of its calls held for a person's approval, whatever
+the policy allows, until you review it: look at its tools and their risk
+(gatehouse tools NAME), set the rules you want, then run this.`,
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("server review: want exactly one server NAME")
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		srv, err := lookupServer(ctx, st, pos[0])
+		if err != nil {
+			return err
+		}
+		if !srv.Quarantined {
+			fmt.Fprintf(c.stderr, "gatehouse: server %s is not in quarantine\n", srv.Name)
+			return nil
+		}
+		srv.Quarantined = false
+		if err := st.UpdateServer(ctx, srv); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "gatehouse: server %s reviewed: its calls are decided by the policy alone\n", srv.Name)
+		return nil
+	},
 }

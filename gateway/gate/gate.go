@@ -71,6 +71,14 @@ type Config struct {
 	// empty means it is never paused.
 	Home    string
 	Trusted bool // the user trusts the server's annotations
+	// Quarantined reports whether the server still awaits the user's
+	// review (read at every call: a review made elsewhere applies at
+	// once). Until then, a call the policy allows asks a person first.
+	// Nil: never quarantined.
+	Quarantined func(ctx context.Context) (bool, error)
+	// Confinement is how the server was started, recorded in every
+	// receipt; nil records nothing (a remote server).
+	Confinement *entry.Confinement
 	// LocalFiles says the server runs on this machine (a stdio server): path
 	// arguments are checked against folder constraints after following
 	// symbolic links ([RealPath]), as the server will follow them.
@@ -211,6 +219,15 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 			d.why = fmt.Sprintf("Gatehouse denied this call: the definition of %s changed since it was accepted, and a person rejected the change. It did not run.", capability)
 		}
 	}
+	if d.verdict == policy.Allow && g.cfg.Quarantined != nil {
+		q, err := g.cfg.Quarantined(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the server's quarantine: %w", err)
+		}
+		if q {
+			d.verdict, d.rule = policy.ApprovalRequired, "quarantine:unreviewed"
+		}
+	}
 	if change != nil && d.verdict == policy.Allow {
 		d.verdict, d.rule = policy.ApprovalRequired, "pin:changed"
 	}
@@ -290,6 +307,7 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		Capability: capability, Server: g.cfg.Server, Tool: c.Tool,
 		Decision: string(d.verdict), Rule: d.rule, PolicyHash: pol.Hash(), Approver: d.approver,
 		Client: entry.Client{Name: c.Client.Name, Version: c.Client.Version}, ToolHash: toolHash, Session: c.Session,
+		Confinement: g.cfg.Confinement,
 	}
 	// A decision that was made is written even if the client has given up.
 	decided := time.Now()
@@ -343,6 +361,10 @@ func (g *Gate) message(capability string, d decision, receipt string) string {
 		return fmt.Sprintf("Gatehouse is holding this call: the definition of %s changed since it was accepted, and a person must review the change before it runs. "+
 			"It has not run. Once the change is approved in the Gatehouse app or in `gatehouse approvals`, call the tool again with the same arguments. Receipt %s.",
 			capability, receipt)
+	case d.verdict == policy.ApprovalRequired && d.rule == "quarantine:unreviewed":
+		return fmt.Sprintf("Gatehouse is holding this call: server %s is new and in quarantine until the user reviews it, so each of its calls needs a person's approval. "+
+			"It has not run. Once it is approved in the Gatehouse app or in `gatehouse approvals` (or the server is reviewed with `gatehouse server review %s`), call the tool again with the same arguments. Receipt %s.",
+			g.cfg.Server, g.cfg.Server, receipt)
 	case d.verdict == policy.ApprovalRequired:
 		return fmt.Sprintf("Gatehouse is waiting for a person to approve this call (%s, rule %s), so it has not run yet. "+
 			"Once it is approved in the Gatehouse app or in `gatehouse approvals`, call the tool again with the same arguments. Receipt %s.",
@@ -382,6 +404,9 @@ func (g *Gate) approve(ctx context.Context, c *gateway.Call, capability string, 
 		g.log.Warn("no approver answered; the call is denied", slog.String("capability", capability), slog.Any("err", err))
 		d.verdict = policy.Deny
 		need := fmt.Sprintf("Gatehouse needs a person to approve %s (rule %s)", capability, d.rule)
+		if d.rule == "quarantine:unreviewed" {
+			need = fmt.Sprintf("Server %s is in quarantine until the user reviews it (`gatehouse server review %s`), so Gatehouse needs a person to approve %s", g.cfg.Server, g.cfg.Server, capability)
+		}
 		if change != nil {
 			need = fmt.Sprintf("The definition of %s changed since it was accepted, and Gatehouse needs a person to review the change", capability)
 		}

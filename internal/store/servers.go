@@ -39,9 +39,22 @@ type Server struct {
 	// Trusted says the user trusts the server's tool annotations: its
 	// read-only hints may then lower a tool's risk (untrusted hints can
 	// only raise it).
-	Trusted   bool
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Trusted bool
+	// Confine starts a stdio server confined to what it needs (package
+	// gateway/confine): its install, the system, a private temporary
+	// folder, the paths its command line names, and AllowRead, AllowWrite
+	// and AllowNet. A server to be confined where confinement cannot be
+	// applied does not start, unless UnconfinedOK.
+	Confine      bool
+	AllowRead    []string // folders and files it may also read
+	AllowWrite   []string // folders and files it may also write
+	AllowNet     []string // TCP ports it may connect to, or "*"
+	UnconfinedOK bool     // start it unconfined, saying so, where confinement cannot be applied
+	// Quarantined holds every call to the server for a person's approval
+	// until the user reviews it (gatehouse server review).
+	Quarantined bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // nameRE is what a server name may be: it becomes part of capability names
@@ -80,6 +93,9 @@ func (s *Server) Validate() error {
 		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != "" {
 			return fmt.Errorf("server %s: an http server has no command, arguments, environment or folder", s.Name)
 		}
+		if s.Confine || len(s.AllowRead) > 0 || len(s.AllowWrite) > 0 || len(s.AllowNet) > 0 || s.UnconfinedOK {
+			return fmt.Errorf("server %s: a remote server is not started by Gatehouse, so it cannot be confined", s.Name)
+		}
 		for k, v := range s.Headers {
 			if k == "" || strings.ContainsAny(k, " :\r\n\x00") || strings.ContainsAny(v, "\r\n\x00") {
 				return fmt.Errorf("server %s: invalid header %q", s.Name, k)
@@ -116,9 +132,15 @@ func (st *Store) AddServer(ctx context.Context, s Server) error {
 	if err != nil {
 		return fmt.Errorf("add server %s: %w", s.Name, err)
 	}
+	c, err := confinementColumns(s)
+	if err != nil {
+		return fmt.Errorf("add server %s: %w", s.Name, err)
+	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	_, err = st.db.ExecContext(ctx, `INSERT INTO servers (name, transport, command, args, env, cwd, url, headers, trusted, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted, now, now)
+	_, err = st.db.ExecContext(ctx, `INSERT INTO servers (name, transport, command, args, env, cwd, url, headers, trusted,
+		confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
+		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined, now, now)
 	var serr *sqlite.Error
 	if errors.As(err, &serr) && serr.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
 		return fmt.Errorf("add server %s: %w", s.Name, ErrExists)
@@ -150,8 +172,14 @@ func (st *Store) UpdateServer(ctx context.Context, s Server) error {
 	if err != nil {
 		return fmt.Errorf("update server %s: %w", s.Name, err)
 	}
-	res, err := st.db.ExecContext(ctx, `UPDATE servers SET transport = ?, command = ?, args = ?, env = ?, cwd = ?, url = ?, headers = ?, trusted = ?, updated_at = ?
+	c, err := confinementColumns(s)
+	if err != nil {
+		return fmt.Errorf("update server %s: %w", s.Name, err)
+	}
+	res, err := st.db.ExecContext(ctx, `UPDATE servers SET transport = ?, command = ?, args = ?, env = ?, cwd = ?, url = ?, headers = ?, trusted = ?,
+		confine = ?, allow_read = ?, allow_write = ?, allow_net = ?, unconfined_ok = ?, quarantined = ?, updated_at = ?
 		WHERE name = ?`, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
+		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined,
 		time.Now().UTC().Format(time.RFC3339Nano), s.Name)
 	if err != nil {
 		return fmt.Errorf("update server %s: %w", s.Name, err)
@@ -209,7 +237,26 @@ func (st *Store) RemoveServer(ctx context.Context, name string) error {
 	return nil
 }
 
-const serverColumns = `name, transport, command, args, env, cwd, url, headers, trusted, created_at, updated_at`
+const serverColumns = `name, transport, command, args, env, cwd, url, headers, trusted,
+	confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, created_at, updated_at`
+
+// confinement holds a server's confinement lists as the columns store them.
+type confinement struct{ read, write, net string }
+
+func confinementColumns(s Server) (confinement, error) {
+	var c confinement
+	for _, f := range []struct {
+		dst *string
+		v   []string
+	}{{&c.read, s.AllowRead}, {&c.write, s.AllowWrite}, {&c.net, s.AllowNet}} {
+		b, err := json.Marshal(nonNil(f.v))
+		if err != nil {
+			return c, err
+		}
+		*f.dst = string(b)
+	}
+	return c, nil
+}
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -218,10 +265,24 @@ func scanServer(row scanner) (Server, error) {
 		s                Server
 		args, env        string
 		headers          string
+		c                confinement
 		created, updated string
 	)
-	if err := row.Scan(&s.Name, &s.Transport, &s.Command, &args, &env, &s.Cwd, &s.URL, &headers, &s.Trusted, &created, &updated); err != nil {
+	if err := row.Scan(&s.Name, &s.Transport, &s.Command, &args, &env, &s.Cwd, &s.URL, &headers, &s.Trusted,
+		&s.Confine, &c.read, &c.write, &c.net, &s.UnconfinedOK, &s.Quarantined, &created, &updated); err != nil {
 		return Server{}, err
+	}
+	for _, f := range []struct {
+		name string
+		src  string
+		dst  *[]string
+	}{{"allow_read", c.read, &s.AllowRead}, {"allow_write", c.write, &s.AllowWrite}, {"allow_net", c.net, &s.AllowNet}} {
+		if err := json.Unmarshal([]byte(f.src), f.dst); err != nil {
+			return Server{}, fmt.Errorf("server %s: %s: %w", s.Name, f.name, err)
+		}
+		if len(*f.dst) == 0 {
+			*f.dst = nil
+		}
 	}
 	if err := json.Unmarshal([]byte(args), &s.Args); err != nil {
 		return Server{}, fmt.Errorf("server %s: args: %w", s.Name, err)

@@ -313,4 +313,13 @@ var storeMigrations = []string{
 	) STRICT`,
 	// 5: servers whose tool annotations the user trusts.
 	`ALTER TABLE servers ADD COLUMN trusted INTEGER NOT NULL DEFAULT 0 CHECK (trusted IN (0, 1))`,
+	// 6: confinement of stdio servers, and quarantine. Servers registered
+	// before are neither confined nor quarantined: they keep running as
+	// they did until the user says otherwise.
+	`ALTER TABLE servers ADD COLUMN confine INTEGER NOT NULL DEFAULT 0 CHECK (confine IN (0, 1));
+	ALTER TABLE servers ADD COLUMN allow_read TEXT NOT NULL DEFAULT '[]';
+	ALTER TABLE servers ADD COLUMN allow_write TEXT NOT NULL DEFAULT '[]';
+	ALTER TABLE servers ADD COLUMN allow_net TEXT NOT NULL DEFAULT '[]';
+	ALTER TABLE servers ADD COLUMN unconfined_ok INTEGER NOT NULL DEFAULT 0 CHECK (unconfined_ok IN (0, 1));
+	ALTER TABLE servers ADD COLUMN quarantined INTEGER NOT NULL DEFAULT 0 CHECK (quarantined IN (0, 1))`,
 }

@@ -39,7 +39,22 @@ type Receipt struct {
 	// it, as they were larger than it keeps; Args still commits to them
 	// whole. Absent when the arguments were kept.
 	ArgsNotKept *NotKept `json:"args_not_kept,omitempty"`
+	// Confinement says whether the server the call went to was confined
+	// when it started. Absent for a remote server, and in receipts written
+	// before it was recorded.
+	Confinement *Confinement `json:"confinement,omitempty"`
 }
+
+// Confinement records whether the server that runs a call was confined, and
+// how: by Landlock, at the kernel's ABI version.
+type Confinement struct {
+	Confined  bool   `json:"confined"`
+	Mechanism string `json:"mechanism,omitempty"` // MechanismLandlock when confined
+	ABI       int    `json:"abi,omitempty"`       // the kernel's Landlock ABI, at least 1, when confined
+}
+
+// MechanismLandlock is Linux's Landlock LSM.
+const MechanismLandlock = "landlock"
 
 // NotKept records, in a signed entry, that the log did not keep a payload
 // (arguments or result) beside it: the payload was over the most the log

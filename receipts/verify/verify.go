@@ -860,6 +860,7 @@ func checkBody(body any) error {
 			sha256Hex("policy_hash", b.PolicyHash, true),
 			sha256Hex("tool_hash", b.ToolHash, true),
 			checkApprover(b.Approver),
+			checkConfinement(b.Confinement),
 		); err != nil {
 			return err
 		}
@@ -1026,6 +1027,22 @@ func checkApprover(a *entry.Approver) error {
 		return fmt.Errorf("approver until %q is not RFC 3339 in UTC (Z)", a.Until)
 	case a.Via != "" && !slices.Contains(approverVias, a.Via):
 		return fmt.Errorf("approver via %q is not one of %s", a.Via, strings.Join(approverVias, ", "))
+	}
+	return nil
+}
+
+// checkConfinement checks what a receipt says of its server's confinement:
+// a confined server names its mechanism and ABI, an unconfined one neither.
+func checkConfinement(c *entry.Confinement) error {
+	switch {
+	case c == nil:
+		return nil
+	case c.Confined && c.Mechanism != entry.MechanismLandlock:
+		return fmt.Errorf("confinement mechanism %q is not %s", c.Mechanism, entry.MechanismLandlock)
+	case c.Confined && c.ABI < 1:
+		return fmt.Errorf("confinement abi %d is not a Landlock ABI (1 or more)", c.ABI)
+	case !c.Confined && (c.Mechanism != "" || c.ABI != 0):
+		return errors.New("an unconfined server's receipt names a confinement mechanism or ABI")
 	}
 	return nil
 }

@@ -1112,6 +1112,21 @@ func TestFieldRules(t *testing.T) {
 			r.Approver = &entry.Approver{Kind: "terminal", Scope: "once", Via: "a person, honestly"}
 			return l.AppendReceipt(ctx, r, nil)
 		}, `approver via "a person, honestly"`},
+		{"a confined server without its mechanism", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Confinement = &entry.Confinement{Confined: true, ABI: 7}
+			return l.AppendReceipt(ctx, r, nil)
+		}, `confinement mechanism ""`},
+		{"a confined server at ABI 0", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Confinement = &entry.Confinement{Confined: true, Mechanism: entry.MechanismLandlock}
+			return l.AppendReceipt(ctx, r, nil)
+		}, "confinement abi 0"},
+		{"an unconfined server naming an ABI", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Confinement = &entry.Confinement{ABI: 7}
+			return l.AppendReceipt(ctx, r, nil)
+		}, "an unconfined server's receipt names"},
 		{"a negative duration", func(l *receipts.Log) (*entry.Entry, error) {
 			r, err := l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), nil)
 			if err != nil {

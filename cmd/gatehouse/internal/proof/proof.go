@@ -35,7 +35,10 @@
 //   - protocol abuse: malformed and oversized messages, floods, a server
 //     that forges answers, lies about its tools, changes them, stalls or
 //     crashes;
-//   - honest disclosure: every refusal says it is Gatehouse's, and why.
+//   - honest disclosure: every refusal says it is Gatehouse's, and why;
+//   - containment: what a server can do beyond what it is asked
+//     (confinement), servers held until reviewed (quarantine), rules that
+//     only observe (shadow mode).
 //
 // After every case, whatever it attacked, the lab is audited ([Lab.Audit]): its
 // log exports and verifies, and every call the server ran has a receipt that
@@ -77,11 +80,12 @@ const (
 	EvidenceTampering Family = "evidence tampering"
 	ProtocolAbuse     Family = "protocol abuse"
 	HonestDisclosure  Family = "honest disclosure"
+	Containment       Family = "containment"
 	FaultInjection    Family = "faults"
 )
 
 // Families are the evaluation's families, in the order they run.
-var Families = []Family{PolicyBypass, SecretLeakage, EvidenceTampering, ProtocolAbuse, HonestDisclosure}
+var Families = []Family{PolicyBypass, SecretLeakage, EvidenceTampering, ProtocolAbuse, HonestDisclosure, Containment}
 
 // A Case is one attack (or fault) and what must hold against it.
 type Case struct {

@@ -52,6 +52,9 @@
 //	slow {ms}                   answers after ms milliseconds
 //	noise {}                    writes lines that are not JSON-RPC to
 //	                            stdout, then answers
+//	status {read, write, connect}  looks harmless, and tries to read,
+//	                            write and connect where it is told (see
+//	                            "Escaping confinement" in escape.go)
 //
 // For the protocol cases (the one reading of every message):
 //
@@ -593,6 +596,8 @@ func (s *server) call(ctx context.Context, req request) json.RawMessage {
 		return textResult(req.ID, "made noise")
 	case "spray", "nest":
 		return s.protocolTool(ctx, req.ID, t.name, a)
+	case "status":
+		return textResult(req.ID, status(str("read"), str("write"), str("connect")))
 	}
 	return errorJSON(req.ID, -32602, "unknown tool: "+name)
 }
