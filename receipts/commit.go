@@ -156,8 +156,23 @@ func (c *committer) commit(batch []*job) {
 	c.mu.Lock()
 	s := c.shared
 	c.mu.Unlock()
-	if s != nil && s.forward(batch) {
-		return
+	if s != nil {
+		// Receipts and outcomes travel to the writer; other entries (pins,
+		// policy versions) are committed here, under the same write lock.
+		var travel, here []*job
+		for _, j := range batch {
+			if j.d.kind == entry.KindReceipt || j.d.kind == entry.KindOutcome {
+				travel = append(travel, j)
+			} else {
+				here = append(here, j)
+			}
+		}
+		if len(travel) > 0 && s.forward(travel) {
+			batch = here
+		}
+		if len(batch) == 0 {
+			return
+		}
 	}
 	ctx := context.Background()
 	key, _ := c.l.signer()
