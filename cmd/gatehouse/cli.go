@@ -66,7 +66,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		serverAddCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
-		proxyCmd, serveTokenAddCmd, serveTokenListCmd, serveTokenRevokeCmd, serveCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
+		proxyCmd, serveTokenAddCmd, serveTokenListCmd, serveTokenRevokeCmd, serveCmd, exportStreamCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysAdoptCmd, keysExportCmd,
 		secretSetCmd, secretRemoveCmd, secretListCmd,
 		approvalsCmd, pauseCmd, resumeCmd,

@@ -166,10 +166,12 @@ func runServe(ctx context.Context, c *cli, fs *flag.FlagSet, f *serveFlags, args
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := startExports(ctx, c, st, &f.exports, metrics, log); err != nil {
+	waitExports, err := startExports(ctx, c, st, &f.exports, metrics, log)
+	if err != nil {
 		ln.Close()
 		return err
 	}
+	defer func() { cancel(); waitExports() }()
 	fmt.Fprintf(c.stderr, "gatehouse serve: serving %s://%s/mcp/NAME for the registered servers\n", scheme, ln.Addr())
 	if live, err := tokens.List(ctx); err == nil && !anyLive(live) {
 		fmt.Fprintf(c.stderr, "hint: no client has a token yet: gatehouse serve token add CLIENT\n")
