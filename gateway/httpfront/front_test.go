@@ -236,7 +236,7 @@ func TestRefusals(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(body, `"ok"`) {
 		t.Errorf("/health: %d %q", resp.StatusCode, body)
 	}
-	resp, body = do(t, srv, "/metrics", call{method: "GET", token: tokenB})
+	_, body = do(t, srv, "/metrics", call{method: "GET", token: tokenB})
 	for _, want := range []string{`gatehouse_http_requests_total{endpoint="mcp",code="413"} 1`, `gatehouse_http_body_refused_total{reason="malformed"} 5`, "gatehouse_sessions 1"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)

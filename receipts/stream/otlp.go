@@ -51,7 +51,6 @@ type otlpSink struct {
 	col    *collector
 }
 
-
 // NewOTLP returns a sink that posts to the OTLP/HTTP endpoint base (e.g.
 // http://collector:4318), at base/v1/logs and base/v1/traces.
 func NewOTLP(ctx context.Context, base string, opts *OTLPOptions) (Sink, error) {
@@ -226,7 +225,7 @@ func (entryIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
 // the sink to export itself.
 type collector struct {
 	mu    sync.Mutex
-	logs  []sdklog.Record          // guarded by mu
+	logs  []sdklog.Record         // guarded by mu
 	spans []sdktrace.ReadOnlySpan // guarded by mu
 }
 

@@ -94,7 +94,7 @@ func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (o *otlpReceiver) setDown(d bool) { o.mu.Lock(); o.down = d; o.mu.Unlock() }
-func (o *otlpReceiver) count() int    { o.mu.Lock(); defer o.mu.Unlock(); return len(o.logs) }
+func (o *otlpReceiver) count() int     { o.mu.Lock(); defer o.mu.Unlock(); return len(o.logs) }
 
 // syslogListener reads octet-counted RFC 5424 messages over TCP.
 type syslogListener struct {
