@@ -1,0 +1,5 @@
+package stream
+
+import "os"
+
+func osPid() int { return os.Getpid() }
