@@ -471,6 +471,7 @@ func (c *Client) discover(ctx context.Context) (*metadata, error) {
 		challenges, _ = oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	}
 	var candidates []struct{ url, resource string }
+	named := false
 	for _, ch := range challenges {
 		if m := ch.Params["resource_metadata"]; m != "" {
 			mu, err := ru.Parse(m)
@@ -478,6 +479,7 @@ func (c *Client) discover(ctx context.Context) (*metadata, error) {
 				return nil, fmt.Errorf("%s names protected-resource metadata on another origin (%s): refused", ru.Host, hostOf(m))
 			}
 			candidates = append(candidates, struct{ url, resource string }{mu.String(), c.resource})
+			named = true
 			break
 		}
 	}
@@ -497,8 +499,12 @@ func (c *Client) discover(ctx context.Context) (*metadata, error) {
 	for i, cand := range candidates {
 		p, err := oauthex.GetProtectedResourceMetadata(ctx, cand.url, cand.resource, hc)
 		if err != nil {
-			if i == 0 && len(challenges) > 0 && strings.Contains(err.Error(), "want") {
-				return nil, fmt.Errorf("%s's protected-resource metadata is for another resource: refused (%v)", ru.Host, err)
+			if i == 0 && named {
+				// The server said where its metadata is: no guessing.
+				if strings.Contains(err.Error(), "want") {
+					return nil, fmt.Errorf("%s's protected-resource metadata is for another resource: refused (%v)", ru.Host, err)
+				}
+				return nil, fmt.Errorf("%s's protected-resource metadata: %w", ru.Host, tokenErr(err))
 			}
 			lastErr = err
 			continue
