@@ -50,27 +50,51 @@ func ProbeRemote(ctx context.Context, r Remote) (*Health, error) {
 		return nil, fmt.Errorf("%q is not an http or https URL", r.URL)
 	}
 	client := remoteClient(u, r.Client)
-	client.Transport = withHeaders{next: client.Transport, headers: r.Headers}
+	client.Transport = withHeaders{next: client.Transport, headers: r.Headers, tokens: r.Tokens}
 	return probe(ctx, &mcp.StreamableClientTransport{Endpoint: r.URL, HTTPClient: client, MaxRetries: -1, DisableStandaloneSSE: true},
 		func() bool { return true })
 }
 
-// withHeaders adds headers to every request.
+// withHeaders adds headers, and the access token, to every request.
 type withHeaders struct {
 	next    http.RoundTripper
 	headers map[string]string
+	tokens  TokenSource
 }
 
 func (w withHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	for k, v := range w.headers {
-		req.Header.Set(k, v)
-	}
 	next := w.next
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return next.RoundTrip(req)
+	rejected := ""
+	for attempt := 0; ; attempt++ {
+		r := req.Clone(req.Context())
+		if attempt > 0 && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			r.Body = body
+		}
+		for k, v := range w.headers {
+			r.Header.Set(k, v)
+		}
+		if w.tokens == nil {
+			return next.RoundTrip(r)
+		}
+		token, err := w.tokens.Token(req.Context(), rejected)
+		if err != nil {
+			return nil, err
+		}
+		r.Header.Set("Authorization", "Bearer "+token)
+		resp, err := next.RoundTrip(r)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized || attempt > 0 || (req.Body != nil && req.GetBody == nil) {
+			return resp, err
+		}
+		resp.Body.Close()
+		rejected = token
+	}
 }
 
 func probe(ctx context.Context, t mcp.Transport, started func() bool) (*Health, error) {

@@ -226,7 +226,9 @@ func (p *Proxy) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // connect starts the server, or opens the session with a remote one.
 func (p *Proxy) connect() (serverConn, error) {
 	if p.remote != nil {
-		c, err := dialRemote(p.name, *p.remote, p.max, p.log)
+		c, err := dialRemote(p.name, *p.remote, p.max, p.log, func(token string) {
+			p.secrets.add(map[string]string{"oauth-access-token": token})
+		})
 		if err != nil {
 			return nil, fmt.Errorf("server %q: %w", p.name, err)
 		}

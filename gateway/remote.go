@@ -31,6 +31,20 @@ type Remote struct {
 	// Client makes the requests; nil means one with bounded dial and TLS
 	// handshake times that follows no redirect to another host.
 	Client *http.Client
+	// Tokens, when set, gives the OAuth access token every request
+	// carries (Authorization: Bearer). Each token it gives is redacted
+	// from what the server sends, as the secrets in Headers are.
+	Tokens TokenSource
+}
+
+// A TokenSource gives the access token a remote server's requests carry.
+// Package gateway/oauth provides one that signs in with OAuth 2.1.
+type TokenSource interface {
+	// Token returns the access token to send. rejected, when not empty,
+	// is the token the server just refused (HTTP 401): Token returns
+	// another one or an error. An error is answered to the client in
+	// band, as it is written: it says what the user must do.
+	Token(ctx context.Context, rejected string) (string, error)
 }
 
 // NewRemote returns a proxy for the remote server called name.
@@ -83,6 +97,10 @@ type remoteConn struct {
 	client *http.Client
 	max    int
 	log    *slog.Logger
+	tokens TokenSource
+	// onToken is given each access token the first time it is used, for
+	// redaction.
+	onToken func(token string)
 
 	ctx    context.Context // ends when the connection stops
 	cancel context.CancelFunc
@@ -97,6 +115,7 @@ type remoteConn struct {
 
 	mu        sync.Mutex
 	session   string // Mcp-Session-Id; guarded by mu
+	lastToken string // the access token last given; guarded by mu
 	version   string // negotiated protocol version; guarded by mu
 	listening bool   // the GET stream was started; guarded by mu
 	closed    bool   // no more input; guarded by mu
@@ -108,7 +127,7 @@ type remoteConn struct {
 	stopOnce sync.Once
 }
 
-func dialRemote(name string, r Remote, max int, log *slog.Logger) (*remoteConn, error) {
+func dialRemote(name string, r Remote, max int, log *slog.Logger, onToken func(string)) (*remoteConn, error) {
 	u, err := url.Parse(r.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%q is not an http or https URL", r.URL)
@@ -121,7 +140,7 @@ func dialRemote(name string, r Remote, max int, log *slog.Logger) (*remoteConn, 
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	c := &remoteConn{name: name, url: r.URL, host: u.Host, header: header, client: client, max: max, log: log,
-		ctx: ctx, cancel: cancel, queue: make(chan []byte, 64), pr: pr, pw: pw}
+		tokens: r.Tokens, onToken: onToken, ctx: ctx, cancel: cancel, queue: make(chan []byte, 64), pr: pr, pw: pw}
 	c.listenCtx, c.stopListen = context.WithCancel(ctx)
 	go c.dispatch()
 	return c, nil
@@ -256,20 +275,74 @@ func (c *remoteConn) setHeaders(req *http.Request) {
 	c.mu.Unlock()
 }
 
+// noTokenError is the token source's refusal to give a token, as it
+// worded it.
+type noTokenError struct{ err error }
+
+func (e *noTokenError) Error() string { return e.err.Error() }
+func (e *noTokenError) Unwrap() error { return e.err }
+
+// send makes one request to the server's URL with the transport's and the
+// user's headers, those that set adds, and the access token when the
+// server takes one; a token the server refuses (HTTP 401) is replaced
+// once, and the request sent again. An error is the one to show the client.
+func (c *remoteConn) send(ctx context.Context, method string, body []byte, set func(http.Header)) (*http.Response, error) {
+	rejected := ""
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, method, c.url, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		c.setHeaders(req)
+		if set != nil {
+			set(req.Header)
+		}
+		token := ""
+		if c.tokens != nil {
+			if token, err = c.token(ctx, rejected); err != nil {
+				return nil, &noTokenError{err}
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := c.client.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("cannot reach %s: %w", c.host, unwrapURLError(err))
+		}
+		if resp.StatusCode != http.StatusUnauthorized || c.tokens == nil || attempt > 0 {
+			return resp, nil
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		rejected = token
+	}
+}
+
+// token asks the token source for the access token, and gives a new one
+// to the redactor before it is used.
+func (c *remoteConn) token(ctx context.Context, rejected string) (string, error) {
+	token, err := c.tokens.Token(ctx, rejected)
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	fresh := token != c.lastToken
+	c.lastToken = token
+	c.mu.Unlock()
+	if fresh && c.onToken != nil {
+		c.onToken(token)
+	}
+	return token, nil
+}
+
 // post sends one frame and relays the answer.
 func (c *remoteConn) post(frame []byte, msgs []message) {
-	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, bytes.NewReader(frame))
-	if err != nil {
-		c.answerFailed(msgs, err)
-		return
-	}
-	c.setHeaders(req)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := c.client.Do(req)
+	resp, err := c.send(c.ctx, http.MethodPost, frame, func(h http.Header) {
+		h.Set("Content-Type", "application/json")
+		h.Set("Accept", "application/json, text/event-stream")
+	})
 	if err != nil {
 		if c.ctx.Err() == nil {
-			c.answerFailed(msgs, fmt.Errorf("cannot reach %s: %w", c.host, unwrapURLError(err)))
+			c.answerFailed(msgs, err)
 		}
 		return
 	}
@@ -296,7 +369,7 @@ func (c *remoteConn) post(frame []byte, msgs []message) {
 		c.pw.Close()
 		return
 	case resp.StatusCode >= 300:
-		c.answerFailed(msgs, statusError(c.host, resp))
+		c.answerFailed(msgs, c.statusError(resp))
 		return
 	}
 	want := map[string]bool{}
@@ -405,17 +478,15 @@ func (c *remoteConn) listen() {
 	lastID := ""
 	failures := 0
 	for ctx.Err() == nil {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
-		if err != nil {
-			return
-		}
-		c.setHeaders(req)
-		req.Header.Set("Accept", "text/event-stream")
-		if lastID != "" {
-			req.Header.Set(lastEventIDHdr, lastID)
-		}
-		resp, err := c.client.Do(req)
+		resp, err := c.send(ctx, http.MethodGet, nil, func(h http.Header) {
+			h.Set("Accept", "text/event-stream")
+			if lastID != "" {
+				h.Set(lastEventIDHdr, lastID)
+			}
+		})
 		switch {
+		case errors.As(err, new(*noTokenError)):
+			return // the session's requests say why
 		case err != nil:
 		case resp.StatusCode == http.StatusMethodNotAllowed:
 			resp.Body.Close()
@@ -425,7 +496,7 @@ func (c *remoteConn) listen() {
 			c.fail(fmt.Errorf("%s ended the session (HTTP 404)", c.host))
 			return
 		case resp.StatusCode != http.StatusOK:
-			err = statusError(c.host, resp)
+			err = c.statusError(resp)
 			resp.Body.Close()
 		default:
 			failures = 0
@@ -575,11 +646,8 @@ func (c *remoteConn) stop(grace time.Duration) {
 		}
 		if session != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), grace)
-			if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.url, nil); err == nil {
-				c.setHeaders(req)
-				if resp, err := c.client.Do(req); err == nil {
-					resp.Body.Close()
-				}
+			if resp, err := c.send(ctx, http.MethodDelete, nil, nil); err == nil {
+				resp.Body.Close()
 			}
 			cancel()
 		}
@@ -599,9 +667,18 @@ func (c *remoteConn) exitError() error {
 	return errors.New("closed the connection")
 }
 
+// statusError describes an HTTP error answer from the server.
+func (c *remoteConn) statusError(resp *http.Response) error {
+	hint := "check the server's credentials: gatehouse secret list"
+	if c.tokens != nil {
+		hint = "it refused a fresh access token too; sign in again"
+	}
+	return statusError(c.host, resp, hint)
+}
+
 // statusError describes an HTTP error answer, with the start of its body
 // (printable characters only: it is shown to people and models).
-func statusError(host string, resp *http.Response) error {
+func statusError(host string, resp *http.Response, hint string) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 	text := strings.Map(func(r rune) rune {
 		if unicode.IsPrint(r) {
@@ -614,7 +691,7 @@ func statusError(host string, resp *http.Response) error {
 		msg += ": " + text
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		msg += " (check the server's credentials: gatehouse secret list)"
+		msg += " (" + hint + ")"
 	}
 	return errors.New(msg)
 }

@@ -232,7 +232,7 @@ func FuzzReadEvents(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := dialRemote("f", Remote{URL: "http://127.0.0.1:1/mcp"}, 256, slog.New(slog.DiscardHandler))
+		c, err := dialRemote("f", Remote{URL: "http://127.0.0.1:1/mcp"}, 256, slog.New(slog.DiscardHandler), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

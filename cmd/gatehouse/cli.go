@@ -69,7 +69,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		serverAddCmd, serverSetCmd, serverReviewCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
+		serverAddCmd, serverSetCmd, serverReviewCmd, serverListCmd, serverRemoveCmd, serverLoginCmd, serverLogoutCmd, serverTestCmd, serverTrustCmd, toolsCmd,
 		proxyCmd, confineCmd, serveTokenAddCmd, serveTokenListCmd, serveTokenRevokeCmd, serveCmd, exportStreamCmd,
 		benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysAdoptCmd, keysExportCmd,

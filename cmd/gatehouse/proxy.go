@@ -121,6 +121,11 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 	)
 	if srv.Transport == store.TransportHTTP {
 		remote, secrets, err = downstream.Remote(srv, vaultFor(st))
+		if srv.Auth == store.AuthOAuth {
+			// Never a browser from here: a sign-in that is needed is
+			// answered in band, with what to run.
+			remote.Tokens = downstream.SignIn(srv, vaultFor(st), st.Dir(), log)
+		}
 	} else {
 		cmd, secrets, err = downstream.Command(srv, vaultFor(st))
 	}

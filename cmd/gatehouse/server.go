@@ -45,6 +45,9 @@ type serverAddFlags struct {
 	secretEnv    listFlag
 	cwd          string
 	confinement  confinementFlags
+	oauth        bool
+	clientID     string
+	scopes       listFlag
 }
 
 // confinementFlags are the flags that say how a stdio server is confined,
@@ -147,6 +150,9 @@ Examples:
 		fs.Var(&f.secretHeader, "secret-header", "ask for the value of header `NAME` and keep it in the keychain (repeatable)")
 		fs.Var(&f.secretEnv, "secret-env", "ask for the value of environment variable `KEY` and keep it in the keychain (repeatable)")
 		fs.StringVar(&f.cwd, "cwd", "", "working `folder` of the server")
+		fs.BoolVar(&f.oauth, "oauth", false, "sign in to the remote server with OAuth (then: gatehouse server login NAME)")
+		fs.StringVar(&f.clientID, "oauth-client-id", "", "the OAuth client `id` registered for Gatehouse, where the authorization server offers no dynamic registration")
+		fs.Var(&f.scopes, "oauth-scope", "ask for OAuth `scope` (repeatable; default: those the server names)")
 		declareConfinementFlags(fs, &f.confinement)
 	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *serverAddFlags, args []string) error {
 		pos, err := parse(fs, args, 2)
@@ -207,6 +213,9 @@ func (c *cli) addRemoteServer(ctx context.Context, f *serverAddFlags, pos []stri
 	}
 	srv := store.Server{Name: pos[0], Transport: store.TransportHTTP, URL: f.url,
 		Headers: map[string]string(f.header)}
+	if f.oauth || f.clientID != "" || len(f.scopes) > 0 {
+		srv.Auth, srv.OAuthClientID, srv.OAuthScopes = store.AuthOAuth, f.clientID, f.scopes
+	}
 	secretHeaders := f.secretHeader
 	for _, k := range secretHeaders {
 		if _, dup := srv.Headers[k]; dup {
@@ -256,6 +265,10 @@ func (c *cli) addServer(ctx context.Context, srv store.Server, secretKeys []stri
 			return withHint(err, "choose another name, or remove the old one first: gatehouse server remove %s", srv.Name)
 		}
 		return err
+	}
+	if srv.Auth == store.AuthOAuth {
+		fmt.Fprintf(c.stderr, "gatehouse: added server %s\nhint: sign in to it with: gatehouse server login %s\n", srv.Name, srv.Name)
+		return nil
 	}
 	fmt.Fprintf(c.stderr, "gatehouse: added server %s%s\nhint: check it with: gatehouse server test %s\n", srv.Name, confinedNote(srv), srv.Name)
 	return nil
@@ -406,6 +419,9 @@ var serverRemoveCmd = &command{
 			return err
 		}
 		fmt.Fprintf(c.stderr, "gatehouse: removed server %s\n", pos[0])
+		if srv.Auth == store.AuthOAuth {
+			c.signOut(ctx, st, srv)
+		}
 		// The secrets it was given with --secret-env go with it, unless
 		// another server refers to them too.
 		users, err := secretUsers(ctx, st)
@@ -468,6 +484,10 @@ var serverTestCmd = &command{
 				return withHint(rerr, "store the secret with: gatehouse secret set ID")
 			}
 			hint = "check the URL and the credentials: gatehouse server list; gatehouse secret list"
+			if srv.Auth == store.AuthOAuth {
+				remote.Tokens = downstream.SignIn(srv, vaultFor(st), st.Dir(), nil)
+				hint = "sign in again: gatehouse server login " + srv.Name
+			}
 			h, err = gateway.ProbeRemote(ctx, remote)
 		} else {
 			cmd, _, rerr := downstream.Command(srv, vaultFor(st))
@@ -667,4 +687,92 @@ the policy allows, until you review it: look at its tools and their risk
 		fmt.Fprintf(c.stderr, "gatehouse: server %s reviewed: its calls are decided by the policy alone\n", srv.Name)
 		return nil
 	},
+}
+
+var serverLoginCmd = &command{
+	name:    "server login",
+	usage:   "NAME",
+	summary: "sign in to a remote server that uses OAuth",
+	help: `
+Finds the server's authorization server, registers Gatehouse with it where
+it offers dynamic registration (else give --oauth-client-id to server add),
+prints the address to open, opens it in your browser when it can, and waits
+for the browser to come back to Gatehouse on 127.0.0.1. The tokens go to the
+OS keychain, and the proxies renew them without asking. Proxies that start
+while you sign in wait for it.`,
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("server login: want exactly one NAME")
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		srv, err := lookupServer(ctx, st, pos[0])
+		if err != nil {
+			return err
+		}
+		if srv.Auth != store.AuthOAuth {
+			return usagef("server login: %s does not sign in with OAuth (register it with --oauth)", srv.Name)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		defer cancel()
+		err = downstream.SignIn(srv, vaultFor(st), st.Dir(), nil).Login(ctx, func(authURL string) {
+			fmt.Fprintf(c.stderr, "gatehouse: open this address to sign in to %s:\n\n  %s\n\ngatehouse: waiting for the browser...\n", srv.Name, authURL)
+			if err := openBrowser(authURL); err != nil {
+				fmt.Fprintf(c.stderr, "hint: no browser could be opened here (%v): open the address yourself\n", err)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("sign in to %s: %w", srv.Name, err)
+		}
+		fmt.Fprintf(c.stderr, "gatehouse: signed in to %s\n", srv.Name)
+		return nil
+	},
+}
+
+var serverLogoutCmd = &command{
+	name:    "server logout",
+	usage:   "NAME",
+	summary: "revoke and forget the sign-in to a remote server",
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("server logout: want exactly one NAME")
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		srv, err := lookupServer(ctx, st, pos[0])
+		if err != nil {
+			return err
+		}
+		if srv.Auth != store.AuthOAuth {
+			return usagef("server logout: %s does not sign in with OAuth", srv.Name)
+		}
+		c.signOut(ctx, st, srv)
+		return nil
+	},
+}
+
+// signOut revokes the sign-in to srv where its authorization server offers
+// revocation, and removes it from the keychain, saying what happened.
+func (c *cli) signOut(ctx context.Context, st *store.Store, srv store.Server) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := downstream.SignIn(srv, vaultFor(st), st.Dir(), nil).Logout(ctx); err != nil {
+		fmt.Fprintf(c.stderr, "gatehouse: sign-in to %s: %v\n", srv.Name, err)
+		return
+	}
+	fmt.Fprintf(c.stderr, "gatehouse: signed out of %s\n", srv.Name)
 }

@@ -14,11 +14,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/oauth"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
 )
@@ -103,6 +105,19 @@ func Remote(srv store.Server, s Secrets) (gateway.Remote, map[string]string, err
 		}
 	}
 	return gateway.Remote{URL: u, Headers: headers}, r.values, nil
+}
+
+// SignIn returns the OAuth client of the remote server srv (registered
+// with auth oauth): its tokens live in kc, and the home's processes share
+// the lock files in dir. The proxy gives it to [gateway.Remote] as its
+// token source; `gatehouse server login` and the app sign in with it.
+func SignIn(srv store.Server, kc oauth.Keychain, dir string, log *slog.Logger) *oauth.Client {
+	return oauth.New(srv.Name, srv.URL, kc, &oauth.Options{
+		ClientID: srv.OAuthClientID,
+		Scopes:   srv.OAuthScopes,
+		LockDir:  dir,
+		Logger:   log,
+	})
 }
 
 // Probe starts the server srv (or reaches it, when remote), completes the

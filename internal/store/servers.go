@@ -25,6 +25,13 @@ const TransportStdio = "stdio"
 // HTTP transport at URL.
 const TransportHTTP = "http"
 
+// AuthNone is a remote server reached with its headers only.
+const AuthNone = ""
+
+// AuthOAuth is a remote server Gatehouse signs in to with OAuth 2.1 (the
+// MCP authorization specification); tokens live in the keychain.
+const AuthOAuth = "oauth"
+
 // A Server is an MCP server registered with Gatehouse: what `gatehouse proxy
 // NAME` starts and relays to.
 type Server struct {
@@ -36,6 +43,16 @@ type Server struct {
 	Cwd       string            // stdio: working folder; empty means the proxy's
 	URL       string            // http: the server's MCP endpoint
 	Headers   map[string]string // http: sent with every request
+	// Auth is how Gatehouse signs in to a remote server: AuthNone (its
+	// headers, if any) or AuthOAuth.
+	Auth string
+	// OAuthClientID is the client id registered in advance with the
+	// server's authorization server; empty means Gatehouse registers
+	// itself (RFC 7591) where the authorization server offers it.
+	OAuthClientID string
+	// OAuthScopes are the scopes to ask for; empty means those the server
+	// names.
+	OAuthScopes []string
 	// Trusted says the user trusts the server's tool annotations: its
 	// read-only hints may then lower a tool's risk (untrusted hints can
 	// only raise it).
@@ -79,8 +96,8 @@ func (s *Server) Validate() error {
 		if s.Command == "" {
 			return fmt.Errorf("server %s: no command", s.Name)
 		}
-		if s.URL != "" || len(s.Headers) > 0 {
-			return fmt.Errorf("server %s: a stdio server has no URL or headers", s.Name)
+		if s.URL != "" || len(s.Headers) > 0 || s.Auth != AuthNone || s.OAuthClientID != "" || len(s.OAuthScopes) > 0 {
+			return fmt.Errorf("server %s: a stdio server has no URL, headers or sign-in", s.Name)
 		}
 	case TransportHTTP:
 		// A URL that holds a credential is kept in the keychain, and the
@@ -95,6 +112,19 @@ func (s *Server) Validate() error {
 		}
 		if s.Confine || len(s.AllowRead) > 0 || len(s.AllowWrite) > 0 || len(s.AllowNet) > 0 || s.UnconfinedOK {
 			return fmt.Errorf("server %s: a remote server is not started by Gatehouse, so it cannot be confined", s.Name)
+		}
+		switch s.Auth {
+		case AuthNone, AuthOAuth:
+		default:
+			return fmt.Errorf("server %s: unknown auth %q", s.Name, s.Auth)
+		}
+		if s.Auth != AuthOAuth && (s.OAuthClientID != "" || len(s.OAuthScopes) > 0) {
+			return fmt.Errorf("server %s: an OAuth client id or scopes need auth %q", s.Name, AuthOAuth)
+		}
+		for _, sc := range s.OAuthScopes {
+			if sc == "" || strings.ContainsAny(sc, " \"\x00\r\n") {
+				return fmt.Errorf("server %s: invalid OAuth scope %q", s.Name, sc)
+			}
 		}
 		for k, v := range s.Headers {
 			if k == "" || strings.ContainsAny(k, " :\r\n\x00") || strings.ContainsAny(v, "\r\n\x00") {
@@ -136,11 +166,15 @@ func (st *Store) AddServer(ctx context.Context, s Server) error {
 	if err != nil {
 		return fmt.Errorf("add server %s: %w", s.Name, err)
 	}
+	scopes, err := json.Marshal(nonNil(s.OAuthScopes))
+	if err != nil {
+		return fmt.Errorf("add server %s: %w", s.Name, err)
+	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	_, err = st.db.ExecContext(ctx, `INSERT INTO servers (name, transport, command, args, env, cwd, url, headers, trusted,
-		confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
-		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined, now, now)
+		confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, auth, oauth_client_id, oauth_scopes, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
+		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined, s.Auth, s.OAuthClientID, string(scopes), now, now)
 	var serr *sqlite.Error
 	if errors.As(err, &serr) && serr.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
 		return fmt.Errorf("add server %s: %w", s.Name, ErrExists)
@@ -176,10 +210,15 @@ func (st *Store) UpdateServer(ctx context.Context, s Server) error {
 	if err != nil {
 		return fmt.Errorf("update server %s: %w", s.Name, err)
 	}
+	scopes, err := json.Marshal(nonNil(s.OAuthScopes))
+	if err != nil {
+		return fmt.Errorf("update server %s: %w", s.Name, err)
+	}
 	res, err := st.db.ExecContext(ctx, `UPDATE servers SET transport = ?, command = ?, args = ?, env = ?, cwd = ?, url = ?, headers = ?, trusted = ?,
-		confine = ?, allow_read = ?, allow_write = ?, allow_net = ?, unconfined_ok = ?, quarantined = ?, updated_at = ?
+		confine = ?, allow_read = ?, allow_write = ?, allow_net = ?, unconfined_ok = ?, quarantined = ?,
+		auth = ?, oauth_client_id = ?, oauth_scopes = ?, updated_at = ?
 		WHERE name = ?`, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
-		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined,
+		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined, s.Auth, s.OAuthClientID, string(scopes),
 		time.Now().UTC().Format(time.RFC3339Nano), s.Name)
 	if err != nil {
 		return fmt.Errorf("update server %s: %w", s.Name, err)
@@ -238,7 +277,7 @@ func (st *Store) RemoveServer(ctx context.Context, name string) error {
 }
 
 const serverColumns = `name, transport, command, args, env, cwd, url, headers, trusted,
-	confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, created_at, updated_at`
+	confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, auth, oauth_client_id, oauth_scopes, created_at, updated_at`
 
 // confinement holds a server's confinement lists as the columns store them.
 type confinement struct{ read, write, net string }
@@ -266,17 +305,18 @@ func scanServer(row scanner) (Server, error) {
 		args, env        string
 		headers          string
 		c                confinement
+		scopes           string
 		created, updated string
 	)
 	if err := row.Scan(&s.Name, &s.Transport, &s.Command, &args, &env, &s.Cwd, &s.URL, &headers, &s.Trusted,
-		&s.Confine, &c.read, &c.write, &c.net, &s.UnconfinedOK, &s.Quarantined, &created, &updated); err != nil {
+		&s.Confine, &c.read, &c.write, &c.net, &s.UnconfinedOK, &s.Quarantined, &s.Auth, &s.OAuthClientID, &scopes, &created, &updated); err != nil {
 		return Server{}, err
 	}
 	for _, f := range []struct {
 		name string
 		src  string
 		dst  *[]string
-	}{{"allow_read", c.read, &s.AllowRead}, {"allow_write", c.write, &s.AllowWrite}, {"allow_net", c.net, &s.AllowNet}} {
+	}{{"allow_read", c.read, &s.AllowRead}, {"allow_write", c.write, &s.AllowWrite}, {"allow_net", c.net, &s.AllowNet}, {"oauth_scopes", scopes, &s.OAuthScopes}} {
 		if err := json.Unmarshal([]byte(f.src), f.dst); err != nil {
 			return Server{}, fmt.Errorf("server %s: %s: %w", s.Name, f.name, err)
 		}

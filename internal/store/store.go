@@ -322,4 +322,9 @@ var storeMigrations = []string{
 	ALTER TABLE servers ADD COLUMN allow_net TEXT NOT NULL DEFAULT '[]';
 	ALTER TABLE servers ADD COLUMN unconfined_ok INTEGER NOT NULL DEFAULT 0 CHECK (unconfined_ok IN (0, 1));
 	ALTER TABLE servers ADD COLUMN quarantined INTEGER NOT NULL DEFAULT 0 CHECK (quarantined IN (0, 1))`,
+	// 7: signing in to remote servers with OAuth. The tokens live in the
+	// keychain, never here.
+	`ALTER TABLE servers ADD COLUMN auth TEXT NOT NULL DEFAULT '';
+	ALTER TABLE servers ADD COLUMN oauth_client_id TEXT NOT NULL DEFAULT '';
+	ALTER TABLE servers ADD COLUMN oauth_scopes TEXT NOT NULL DEFAULT '[]'`,
 }
