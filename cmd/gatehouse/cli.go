@@ -70,7 +70,9 @@ var commands []*command
 func init() {
 	commands = []*command{
 		serverAddCmd, serverSetCmd, serverReviewCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
-		proxyCmd, confineCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
+		proxyCmd,
+		programsListCmd, programsShowCmd, programsRunCmd, programsResumeCmd, programsTraceCmd, programsReplayCmd, programsDeleteCmd, programsServeCmd,
+		confineCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysAdoptCmd, keysExportCmd,
 		secretSetCmd, secretRemoveCmd, secretListCmd,
 		approvalsCmd, pauseCmd, resumeCmd,

@@ -19,7 +19,7 @@ import (
 // A ToolCall is a tool step to run through the gate.
 type ToolCall struct {
 	Program *Program
-	Client  string       // the program's client: whom rules match, receipts name
+	Client  string        // the program's client: whom rules match, receipts name
 	Ref     entry.Program // what the receipt records of the step
 	Server  string
 	Tool    string
