@@ -80,7 +80,7 @@ func (x *replayer) external(_ context.Context, _ *Program, _ *Trace, seq int, s 
 	case StepOK, StepDenied, StepPending:
 		o.status = rec.Status
 	default:
-		o.status, o.output = StepError, nil
+		o.status = StepError
 	}
 	return o
 }
