@@ -37,6 +37,9 @@ func Serve(ctx context.Context, r *Runner, in io.ReadCloser, out io.WriteCloser,
 			if ro.Client == "" && ip.ClientInfo != nil {
 				ro.Client = ip.ClientInfo.Name
 			}
+			// Sampling is deprecated as of protocol 2026-07-28 (SEP-2577)
+			// but still served by clients; llm steps are defined by it.
+			//lint:ignore SA1019 llm steps ask the client's model through sampling
 			if ip.Capabilities != nil && ip.Capabilities.Sampling != nil {
 				ro.Sampler = sampler{ss}
 			}
@@ -153,6 +156,8 @@ func programBody(v any) ([]byte, error) {
 
 // sampler asks the client's model through sampling/createMessage.
 type sampler struct{ ss *mcp.ServerSession }
+
+//lint:file-ignore SA1019 llm steps ask the client's model through sampling, deprecated as of 2026-07-28 (SEP-2577) but served by clients
 
 func (s sampler) Sample(ctx context.Context, prompt string, maxTokens int) (string, error) {
 	res, err := s.ss.CreateMessage(ctx, &mcp.CreateMessageParams{
