@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	fyne.io/fyne/v2 v2.7.1
 	github.com/BurntSushi/toml v1.5.0
+	github.com/expr-lang/expr v1.17.8
 	github.com/godbus/dbus/v5 v5.2.2
 	github.com/gowebpki/jcs v1.0.2
 	github.com/landlock-lsm/go-landlock v0.11.2

@@ -456,8 +456,19 @@ func printRequest(w io.Writer, q queued, more int) {
 	field("rule", r.Rule)
 	field("session", r.Session)
 	field("description", strings.TrimSpace(r.Description))
-	b.WriteString("arguments\n")
-	b.WriteString(prettyJSON(r.Args, r.ArgsTruncated, r.ArgsSize))
+	if p := r.Plan; p != nil {
+		fmt.Fprintf(&b, "plan         program %s (%s), %d steps, approved as one:\n", clean(p.Program), clean(p.Hash), len(p.Steps))
+		for i, st := range p.Steps {
+			what := clean(st.Detail)
+			if st.Kind == "tool" {
+				what = clean(st.Server) + "." + clean(st.Tool) + " " + clean(string(st.Args))
+			}
+			fmt.Fprintf(&b, "  %2d. %-12s %-9s %s\n", i+1, clean(st.Name), clean(st.Kind), what)
+		}
+	} else {
+		b.WriteString("arguments\n")
+		b.WriteString(prettyJSON(r.Args, r.ArgsTruncated, r.ArgsSize))
+	}
 	if c := r.Change; c != nil {
 		b.WriteString("tool definition changed (- as accepted, + as listed now)\n")
 		if c.Truncated {

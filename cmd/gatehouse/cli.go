@@ -71,6 +71,7 @@ func init() {
 	commands = []*command{
 		serverAddCmd, serverSetCmd, serverReviewCmd, serverListCmd, serverRemoveCmd, serverLoginCmd, serverLogoutCmd, serverTestCmd, serverTrustCmd, toolsCmd,
 		proxyCmd, confineCmd, serveTokenAddCmd, serveTokenListCmd, serveTokenRevokeCmd, serveCmd, exportStreamCmd,
+		programsListCmd, programsShowCmd, programsRunCmd, programsResumeCmd, programsTraceCmd, programsReplayCmd, programsDeleteCmd, programsServeCmd,
 		benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysAdoptCmd, keysExportCmd,
 		secretSetCmd, secretRemoveCmd, secretListCmd,

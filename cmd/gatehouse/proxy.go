@@ -230,7 +230,7 @@ func (c *cli) lazyGovernor(ctx context.Context, st *store.Store, srv store.Serve
 	lg := &lazyGate{ready: make(chan struct{}), stop: func() {}}
 	go func() {
 		defer close(lg.ready)
-		g, stop, err := c.newGate(ctx, st, srv, log)
+		g, stop, err := c.newGate(ctx, st, srv, log, nil)
 		if err != nil {
 			log.Error("the gate is closed: every tool call will be refused", slog.Any("err", err))
 			lg.g = closedGate{err}
@@ -291,7 +291,10 @@ func (lg *lazyGate) close() {
 	lg.stop()
 }
 
-func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, log *slog.Logger) (*gate.Gate, func(), error) {
+// newGate builds the gate for server srv; adjust, when not nil, changes its
+// configuration before it is made (the programs server's client, program
+// steps and plan approvals).
+func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, log *slog.Logger, adjust func(*gate.Config)) (*gate.Gate, func(), error) {
 	key, err := vaultFor(st).SigningKey()
 	if err != nil {
 		return nil, nil, fmt.Errorf("the evidence log's signing key is unavailable: %w", err)
@@ -317,7 +320,7 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 	// The home's proxies commit their receipts together.
 	stop := l.ShareCommits()
 	socket := approval.SocketPath(st.Dir())
-	g, err := gate.New(ctx, gate.Config{
+	cfg := gate.Config{
 		Server:      srv.Name,
 		Client:      c.client,
 		Trusted:     srv.Trusted,
@@ -337,7 +340,11 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 		Secrets:      vaultFor(st),
 		ApprovalWait: c.approvalWait,
 		Logger:       log,
-	})
+	}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	g, err := gate.New(ctx, cfg)
 	if err != nil {
 		stop()
 		return nil, nil, err

@@ -279,6 +279,10 @@ type Request struct {
 	Description string `json:"description,omitempty"`
 	// Change is set when the request is about a changed tool definition.
 	Change *Change `json:"change,omitempty"`
+	// Plan is set when the request asks to approve a whole governed
+	// program at once: every step, in order. It is part of the Key, so an
+	// answer for one program is no answer for another.
+	Plan *Plan `json:"plan,omitempty"`
 
 	// Session is the asking proxy session's id.
 	Session string `json:"session,omitempty"`
@@ -300,6 +304,29 @@ type Change struct {
 	// [Request.Args].
 	Truncated bool `json:"truncated,omitempty"`
 }
+
+// A Plan is a governed program shown for one approval: its name, the hash
+// of the program as submitted (sha256:<hex>), and its steps in order.
+type Plan struct {
+	Program string     `json:"program"`
+	Hash    string     `json:"hash"`
+	Steps   []PlanStep `json:"steps"`
+}
+
+// A PlanStep is one step of a [Plan]: a tool call (Server, Tool, Args, where
+// arguments taken from earlier steps read ${steps.NAME...}), or another kind
+// of step, described in Detail.
+type PlanStep struct {
+	Name   string          `json:"name"`
+	Kind   string          `json:"kind"`
+	Server string          `json:"server,omitempty"`
+	Tool   string          `json:"tool,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
+	Detail string          `json:"detail,omitempty"`
+}
+
+// MaxPlanSteps bounds the steps of a [Plan].
+const MaxPlanSteps = 200
 
 // A Scope is what a person decided, and for how long.
 type Scope string
@@ -365,6 +392,10 @@ const (
 	// ("session", "minutes", "always") was used again. Only the approver's
 	// server and the gate set it, never [Server.Decide]'s caller.
 	ViaGrant Via = "grant"
+	// ViaPlan: nobody was asked about this call: a person approved the
+	// whole program it is a step of (a [Plan]). Only a programs runner
+	// sets it, never the wire.
+	ViaPlan Via = "plan"
 )
 
 // ParseVia returns the way named s, or an error for any other string.
@@ -476,6 +507,18 @@ func CallKey(r Request) (string, error) {
 		}
 		parts = append(parts, json.RawMessage(old), json.RawMessage(new))
 	}
+	if r.Plan != nil {
+		// The plan is bound whole: the program's hash and every step as
+		// shown, in order.
+		plan, err := json.Marshal(r.Plan)
+		if err != nil {
+			return "", fmt.Errorf("plan: %w", err)
+		}
+		if plan, err = canonical(plan); err != nil {
+			return "", fmt.Errorf("plan: %w", err)
+		}
+		parts = append(parts, "plan", json.RawMessage(plan))
+	}
 	b, err := json.Marshal(parts)
 	if err != nil {
 		return "", err
@@ -524,6 +567,27 @@ func (r *Request) validate() error {
 		}
 		if len(c.Old) > MaxArgs || len(c.New) > MaxArgs {
 			return fmt.Errorf("tool definition larger than %d bytes", MaxArgs)
+		}
+	}
+	if p := r.Plan; p != nil {
+		if len(p.Steps) == 0 || len(p.Steps) > MaxPlanSteps {
+			return fmt.Errorf("a plan has from 1 to %d steps", MaxPlanSteps)
+		}
+		if err := checkField("plan program", p.Program, true); err != nil {
+			return err
+		}
+		if err := checkField("plan hash", p.Hash, true); err != nil {
+			return err
+		}
+		for _, st := range p.Steps {
+			for _, f := range []struct{ name, v string }{{"step name", st.Name}, {"step kind", st.Kind}, {"step server", st.Server}, {"step tool", st.Tool}} {
+				if err := checkField(f.name, f.v, f.name == "step name" || f.name == "step kind"); err != nil {
+					return err
+				}
+			}
+			if len(st.Args) > MaxArgs || len(st.Detail) > MaxDescription {
+				return fmt.Errorf("plan step %s larger than %d bytes", st.Name, MaxArgs)
+			}
 		}
 	}
 	return nil

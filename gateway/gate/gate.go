@@ -95,6 +95,10 @@ type Config struct {
 	// DefaultApprovalWait.
 	ApprovalWait time.Duration
 	Logger       *slog.Logger
+	// Program, when set, names the step of a governed program each call
+	// is made for (gatehouse programs), which its receipt records; nil, or
+	// nil returned, for an agent's own calls.
+	Program func(c *gateway.Call) *entry.Program
 }
 
 // SecretSource returns a secret's value by id.
@@ -308,6 +312,9 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		Decision: string(d.verdict), Rule: d.rule, PolicyHash: pol.Hash(), Approver: d.approver,
 		Client: entry.Client{Name: c.Client.Name, Version: c.Client.Version}, ToolHash: toolHash, Session: c.Session,
 		Confinement: g.cfg.Confinement,
+	}
+	if g.cfg.Program != nil {
+		r.Program = g.cfg.Program(c)
 	}
 	// A decision that was made is written even if the client has given up.
 	decided := time.Now()

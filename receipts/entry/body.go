@@ -43,6 +43,20 @@ type Receipt struct {
 	// when it started. Absent for a remote server, and in receipts written
 	// before it was recorded.
 	Confinement *Confinement `json:"confinement,omitempty"`
+	// Program is set when the call was a step of a governed program
+	// (gatehouse programs): which program, which run of it, which step.
+	// Absent for an agent's own calls, and in receipts written before
+	// programs existed.
+	Program *Program `json:"program,omitempty"`
+}
+
+// Program names the step of a governed program a call was made for.
+type Program struct {
+	Name  string `json:"name"`  // the program's name, as it gives it
+	Hash  string `json:"hash"`  // sha256:<hex> of the program as submitted
+	Trace string `json:"trace"` // the run's trace id
+	Step  string `json:"step"`  // the step's name in the program
+	Seq   int    `json:"seq"`   // the step's place in the run, from 1
 }
 
 // Confinement records whether the server that runs a call was confined, and
@@ -90,6 +104,7 @@ const (
 	ViaPiped     = "piped"     // a line `gatehouse approvals` read from input that is not a terminal
 	ViaAutomatic = "automatic" // a rule of the approver, nobody asked (`gatehouse approvals --auto`)
 	ViaGrant     = "grant"     // nobody asked about this call: an earlier answer used again
+	ViaPlan      = "plan"      // a person approved the whole program this call is a step of
 )
 
 // Client identifies the MCP client that made a call.

@@ -861,6 +861,7 @@ func checkBody(body any) error {
 			sha256Hex("tool_hash", b.ToolHash, true),
 			checkApprover(b.Approver),
 			checkConfinement(b.Confinement),
+			checkProgram(b.Program),
 		); err != nil {
 			return err
 		}
@@ -1047,8 +1048,23 @@ func checkConfinement(c *entry.Confinement) error {
 	return nil
 }
 
+// checkProgram checks what a receipt says of the program step it was made
+// for: a name, the program's hash, a trace id, a step name and a place.
+func checkProgram(p *entry.Program) error {
+	if p == nil {
+		return nil
+	}
+	switch {
+	case p.Name == "" || p.Trace == "" || p.Step == "":
+		return errors.New("a program step's name, trace and step must not be empty")
+	case p.Seq < 1:
+		return fmt.Errorf("a program step's seq %d is not 1 or more", p.Seq)
+	}
+	return sha256Hex("program hash", p.Hash, false)
+}
+
 // approverVias are the ways an approver may say it took an answer.
-var approverVias = []string{entry.ViaWindow, entry.ViaTerminal, entry.ViaPiped, entry.ViaAutomatic, entry.ViaGrant}
+var approverVias = []string{entry.ViaWindow, entry.ViaTerminal, entry.ViaPiped, entry.ViaAutomatic, entry.ViaGrant, entry.ViaPlan}
 
 // checkNotKept checks what a body says of a payload the log did not keep:
 // it was over the cap.

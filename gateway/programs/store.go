@@ -1,0 +1,335 @@
+package programs
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/receipts"
+)
+
+// Run statuses.
+const (
+	StatusRunning        = "RUNNING"
+	StatusSuccess        = "SUCCESS"
+	StatusFailed         = "FAILED"
+	StatusSuspended      = "SUSPENDED"
+	StatusBudgetExceeded = "BUDGET_EXCEEDED"
+	StatusStalled        = "STALLED"
+)
+
+// Step statuses, as a trace records each attempt.
+const (
+	StepOK      = "OK"      // the step did its work
+	StepFailed  = "FAILED"  // it failed, and the run with it
+	StepError   = "ERROR"   // it failed and is retried or skipped
+	StepSkipped = "SKIPPED" // it failed and on_error skipped it
+	StepDenied  = "DENIED"  // the policy or a person refused it
+	StepPending = "PENDING" // it waits (an approval, or the tool's work)
+)
+
+// ErrNotFound is a trace or program that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// A Trace is one run of a program, step by step.
+type Trace struct {
+	ID       string
+	Key      string // the idempotency key it was run with, if any
+	Client   string
+	Name     string
+	Hash     string
+	Body     json.RawMessage // the program as submitted
+	Status   string
+	Error    string // why it stopped, when it did not succeed
+	Position int    // the index of the step to run next
+	Stalled  int
+	Plan     string // how the plan was approved, when it was
+	Started  time.Time
+	Updated  time.Time
+	Steps    []StepRecord
+}
+
+// A StepRecord is one attempt of one step: its input, its output, and the
+// hash of the run's state after it.
+type StepRecord struct {
+	Seq     int
+	Step    string
+	Kind    string
+	Status  string
+	Input   json.RawMessage // tool arguments, prompt or message, as resolved
+	Output  json.RawMessage
+	Message string // what went wrong, or what the gate said
+	Receipt string // the evidence log entry of a tool call's receipt
+	Next    string // the step that follows ("" for the next in order)
+	Hash    string // sha256:<hex> of the state after this step
+	At      time.Time
+}
+
+// SavedProgram is a program kept under its name.
+type SavedProgram struct {
+	Name  string
+	Hash  string
+	Body  json.RawMessage
+	Saved time.Time
+}
+
+// A Store keeps programs and their traces in the home's database.
+type Store struct{ db *sql.DB }
+
+var migrations = []string{
+	// 1: programs, runs and their steps.
+	`CREATE TABLE program_defs (
+		name     TEXT PRIMARY KEY,
+		hash     TEXT NOT NULL,
+		body     BLOB NOT NULL,
+		saved_at TEXT NOT NULL
+	) STRICT;
+	CREATE TABLE program_traces (
+		id         TEXT PRIMARY KEY,
+		idem_key   TEXT UNIQUE,
+		client     TEXT NOT NULL,
+		name       TEXT NOT NULL,
+		hash       TEXT NOT NULL,
+		body       BLOB NOT NULL,
+		status     TEXT NOT NULL,
+		error      TEXT NOT NULL DEFAULT '',
+		position   INTEGER NOT NULL DEFAULT 0,
+		stalled    INTEGER NOT NULL DEFAULT 0,
+		plan       TEXT NOT NULL DEFAULT '',
+		started_at TEXT NOT NULL,
+		updated_at TEXT NOT NULL
+	) STRICT;
+	CREATE INDEX program_traces_started ON program_traces (started_at);
+	CREATE TABLE program_steps (
+		trace   TEXT NOT NULL REFERENCES program_traces (id) ON DELETE CASCADE,
+		seq     INTEGER NOT NULL,
+		step    TEXT NOT NULL,
+		kind    TEXT NOT NULL,
+		status  TEXT NOT NULL,
+		input   BLOB,
+		output  BLOB,
+		message TEXT NOT NULL DEFAULT '',
+		receipt TEXT NOT NULL DEFAULT '',
+		next    TEXT NOT NULL DEFAULT '',
+		hash    TEXT NOT NULL,
+		at      TEXT NOT NULL,
+		PRIMARY KEY (trace, seq)
+	) STRICT`,
+}
+
+// OpenStore returns the programs' store in db, creating its tables when
+// needed.
+func OpenStore(ctx context.Context, db receipts.Migrator) (*Store, error) {
+	if err := db.Migrate(ctx, "programs", migrations); err != nil {
+		return nil, fmt.Errorf("open programs: %w", err)
+	}
+	return &Store{db: db.DB()}, nil
+}
+
+const timeFormat = time.RFC3339Nano
+
+func newTraceID() string { return "tr_" + rand.Text()[:20] }
+
+// Save keeps p under its name, replacing an older version.
+func (s *Store) Save(ctx context.Context, p *Program, body []byte) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO program_defs (name, hash, body, saved_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, body = excluded.body, saved_at = excluded.saved_at`,
+		p.Name, p.Hash(), body, time.Now().UTC().Format(timeFormat))
+	if err != nil {
+		return fmt.Errorf("save program %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// Programs lists the saved programs, by name.
+func (s *Store) Programs(ctx context.Context) ([]SavedProgram, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name, hash, body, saved_at FROM program_defs ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list programs: %w", err)
+	}
+	defer rows.Close()
+	var out []SavedProgram
+	for rows.Next() {
+		var sp SavedProgram
+		var at string
+		if err := rows.Scan(&sp.Name, &sp.Hash, &sp.Body, &at); err != nil {
+			return nil, err
+		}
+		sp.Saved, _ = time.Parse(timeFormat, at)
+		out = append(out, sp)
+	}
+	return out, rows.Err()
+}
+
+// Program returns the saved program name.
+func (s *Store) Program(ctx context.Context, name string) (SavedProgram, error) {
+	sp := SavedProgram{Name: name}
+	var at string
+	err := s.db.QueryRowContext(ctx, `SELECT hash, body, saved_at FROM program_defs WHERE name = ?`, name).Scan(&sp.Hash, &sp.Body, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sp, fmt.Errorf("program %q: %w", name, ErrNotFound)
+	}
+	sp.Saved, _ = time.Parse(timeFormat, at)
+	return sp, err
+}
+
+// Delete removes the saved program name; its traces stay.
+func (s *Store) Delete(ctx context.Context, name string) error {
+	r, err := s.db.ExecContext(ctx, `DELETE FROM program_defs WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("delete program %s: %w", name, err)
+	}
+	if n, _ := r.RowsAffected(); n == 0 {
+		return fmt.Errorf("program %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// create records a new run, or returns the run an idempotency key already
+// made (existing true).
+func (s *Store) create(ctx context.Context, t *Trace) (existing bool, err error) {
+	now := time.Now().UTC()
+	t.Started, t.Updated = now, now
+	var key any
+	if t.Key != "" {
+		key = t.Key
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO program_traces (id, idem_key, client, name, hash, body, status, started_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idem_key) DO NOTHING`,
+		t.ID, key, t.Client, t.Name, t.Hash, []byte(t.Body), t.Status, now.Format(timeFormat), now.Format(timeFormat))
+	if err != nil {
+		return false, fmt.Errorf("record the run: %w", err)
+	}
+	if t.Key == "" {
+		return false, nil
+	}
+	var id string
+	if err := s.db.QueryRowContext(ctx, `SELECT id FROM program_traces WHERE idem_key = ?`, t.Key).Scan(&id); err != nil {
+		return false, fmt.Errorf("record the run: %w", err)
+	}
+	return id != t.ID, nil
+}
+
+// TraceByKey returns the run an idempotency key made.
+func (s *Store) TraceByKey(ctx context.Context, key string) (*Trace, error) {
+	var id string
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM program_traces WHERE idem_key = ?`, key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("idempotency key: %w", ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.Trace(ctx, id)
+}
+
+// appendStep records one attempt and the run's state after it, in one
+// transaction: when it returns, both are durable.
+func (s *Store) appendStep(ctx context.Context, t *Trace, r StepRecord) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record step %s: %w", r.Step, err)
+	}
+	defer tx.Rollback()
+	at := r.At.UTC().Format(timeFormat)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO program_steps (trace, seq, step, kind, status, input, output, message, receipt, next, hash, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, r.Seq, r.Step, r.Kind, r.Status, []byte(r.Input), []byte(r.Output),
+		r.Message, r.Receipt, r.Next, r.Hash, at); err != nil {
+		return fmt.Errorf("record step %s: %w", r.Step, err)
+	}
+	if err := updateTrace(ctx, tx, t, at); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
+func updateTrace(ctx context.Context, db execer, t *Trace, at string) error {
+	if _, err := db.ExecContext(ctx, `UPDATE program_traces SET status = ?, error = ?, position = ?, stalled = ?, plan = ?, updated_at = ? WHERE id = ?`,
+		t.Status, t.Error, t.Position, t.Stalled, t.Plan, at, t.ID); err != nil {
+		return fmt.Errorf("record the run's state: %w", err)
+	}
+	return nil
+}
+
+// setState records the run's status and position.
+func (s *Store) setState(ctx context.Context, t *Trace) error {
+	return updateTrace(ctx, s.db, t, time.Now().UTC().Format(timeFormat))
+}
+
+// Trace returns the run id with its steps.
+func (s *Store) Trace(ctx context.Context, id string) (*Trace, error) {
+	t := &Trace{ID: id}
+	var key sql.NullString
+	var started, updated string
+	var body []byte
+	err := s.db.QueryRowContext(ctx, `SELECT idem_key, client, name, hash, body, status, error, position, stalled, plan, started_at, updated_at
+		FROM program_traces WHERE id = ?`, id).Scan(&key, &t.Client, &t.Name, &t.Hash, &body, &t.Status, &t.Error, &t.Position, &t.Stalled, &t.Plan, &started, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("trace %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read trace %s: %w", id, err)
+	}
+	t.Key, t.Body = key.String, body
+	t.Started, _ = time.Parse(timeFormat, started)
+	t.Updated, _ = time.Parse(timeFormat, updated)
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, step, kind, status, input, output, message, receipt, next, hash, at
+		FROM program_steps WHERE trace = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, fmt.Errorf("read trace %s: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r StepRecord
+		var in, out []byte
+		var at string
+		if err := rows.Scan(&r.Seq, &r.Step, &r.Kind, &r.Status, &in, &out, &r.Message, &r.Receipt, &r.Next, &r.Hash, &at); err != nil {
+			return nil, err
+		}
+		r.Input, r.Output = in, out
+		r.At, _ = time.Parse(timeFormat, at)
+		t.Steps = append(t.Steps, r)
+	}
+	return t, rows.Err()
+}
+
+// TraceSummary is a run without its steps.
+type TraceSummary struct {
+	ID, Name, Client, Status, Error string
+	Steps                           int
+	Started                         time.Time
+}
+
+// Traces lists runs, newest first, whose id, program, client or status
+// holds query (all when empty), at most limit.
+func (s *Store) Traces(ctx context.Context, query string, limit int) ([]TraceSummary, error) {
+	like := "%" + query + "%"
+	rows, err := s.db.QueryContext(ctx, `SELECT t.id, t.name, t.client, t.status, t.error, t.started_at,
+		(SELECT count(*) FROM program_steps s WHERE s.trace = t.id)
+		FROM program_traces t
+		WHERE ? = '' OR t.id LIKE ? OR t.name LIKE ? OR t.client LIKE ? OR t.status LIKE ? OR t.error LIKE ?
+		ORDER BY t.started_at DESC LIMIT ?`, query, like, like, like, like, like, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list traces: %w", err)
+	}
+	defer rows.Close()
+	var out []TraceSummary
+	for rows.Next() {
+		var ts TraceSummary
+		var at string
+		if err := rows.Scan(&ts.ID, &ts.Name, &ts.Client, &ts.Status, &ts.Error, &at, &ts.Steps); err != nil {
+			return nil, err
+		}
+		ts.Started, _ = time.Parse(timeFormat, at)
+		out = append(out, ts)
+	}
+	return out, rows.Err()
+}
