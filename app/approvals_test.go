@@ -1070,10 +1070,11 @@ func TestApprovalFileWriteInWords(t *testing.T) {
 		{name: "a .env holding a key", path: env, body: "STRIPE_KEY=sk_live_0123456789abcdefABCDEF\nDEBUG=0\n",
 			want: []string{"Claude Desktop", "Overwrite " + env + " with 2 lines.", ".env is where secrets are usually kept.",
 				"The new text holds what looks like a key, token or password.", "The file exists (6 bytes): its content will be replaced.",
-				"Content to write", "STRIPE_KEY=sk_live_0123456789abcdefABCDEF", "DEBUG=0", "Gatehouse asks because your default for high-risk tools is “Ask me”."},
+				"Content to write", "STRIPE_KEY=sk_live_0123456789abcdefABCDEF", "DEBUG=0", "Gatehouse asks because your default for high-risk tools is “Ask me”.",
+				"Return: Deny"},
 			hide: []string{`\n`, "claude-desktop"}},
 		{name: "a new todo.md", path: todo, body: "- buy milk\n- call Ann\n",
-			want: []string{"Create " + todo + " with 2 lines.", "2 lines, a new file", "- buy milk", "- call Ann", "It writes a file on your computer."},
+			want: []string{"Create " + todo + " with 2 lines.", "2 lines, a new file", "- buy milk", "- call Ann", "It writes a file on your computer.", "Return: Allow once"},
 			hide: []string{"secrets are usually kept", "looks like a key", "will be replaced"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

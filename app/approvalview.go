@@ -277,9 +277,10 @@ func (v *approvalView) setNote(s string) {
 }
 
 // carefulWith reports whether a request is one whose safe answer, Deny,
-// comes first: a changed tool's, or a critical call's.
+// comes first: a changed tool's, a critical call's, or a file call that
+// touches where secrets are kept or writes what looks like one.
 func carefulWith(r approval.Request) bool {
-	return r.Change != nil || strings.EqualFold(r.Risk, "critical")
+	return r.Change != nil || strings.EqualFold(r.Risk, "critical") || len(readCall(r, nil).warnings) > 0
 }
 
 // setArmed enables or disables the answers.
