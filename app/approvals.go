@@ -63,13 +63,12 @@ type approvals struct {
 	view    *approvalView
 	decider Decider
 
-	queue    []*waiting // in the order they came
-	cur      int        // the index in queue of the request on screen
-	visible  bool       // the window is shown
-	placed   bool       // the window has been centred once
-	minutes  int        // the minutes of "Allow for N minutes"
-	armed    bool       // the answers take taps
-	lastNote string     // what became of the last answer
+	queue   []*waiting // in the order they came
+	cur     int        // the index in queue of the request on screen
+	visible bool       // the window is shown
+	placed  bool       // the window has been centred once
+	minutes int        // the minutes of "Allow for N minutes"
+	armed   bool       // the answers take taps
 
 	screen   uint64      // counts what was put on screen; timers of an older one do nothing
 	stopArm  func() bool // stops the timer that arms the answers
