@@ -1,12 +1,15 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/widget"
 
@@ -280,7 +283,12 @@ func (a *approvals) answer(scope approval.Scope) {
 	if !a.armed || len(a.queue) == 0 {
 		return
 	}
-	w := a.queue[a.cur]
+	a.decide(a.queue[a.cur], scope, "")
+}
+
+// decide answers w with scope; rule, when not "", says in words the rule a
+// standing answer wrote.
+func (a *approvals) decide(w *waiting, scope approval.Scope, rule string) {
 	minutes := 0
 	if scope == approval.ScopeMinutes {
 		minutes = a.minutes
@@ -293,13 +301,24 @@ func (a *approvals) answer(scope approval.Scope) {
 		// of who pressed it.
 		err = a.decider.Decide(w.req, approval.Answer{Scope: scope, Minutes: minutes, Via: approval.ViaWindow})
 	}
-	a.queue = slices.Delete(a.queue, a.cur, a.cur+1)
+	if k := slices.Index(a.queue, w); k >= 0 {
+		a.queue = slices.Delete(a.queue, k, k+1)
+		if k < a.cur {
+			a.cur--
+		}
+	}
 	a.cur = min(a.cur, max(len(a.queue)-1, 0))
 	var note string
-	if err != nil {
+	switch {
+	case err != nil && rule != "":
+		a.u.log.Info("a standing answer came after its request closed", "err", err)
+		note = fmt.Sprintf("Your answer to %s is a rule now: %s The agent stopped waiting for this call; its next call follows the rule.", callName(w.req), rule)
+	case err != nil:
 		a.u.log.Warn("answer an approval request", "err", err)
 		note = fmt.Sprintf("Your answer to %s was not taken: the request is no longer open (the agent stopped waiting, or it expired).", callName(w.req))
-	} else {
+	case rule != "":
+		note = fmt.Sprintf("Answered %s: %s", callName(w.req), rule)
+	default:
 		note = fmt.Sprintf("Answered %s: %s.", callName(w.req), answered(scope, minutes))
 	}
 	if len(a.queue) == 0 && err == nil {
@@ -309,6 +328,86 @@ func (a *approvals) answer(scope approval.Scope) {
 		a.display(note)
 	}
 	a.u.approvalsChanged()
+}
+
+// askReach asks what a standing answer covers (this agent or every agent;
+// for a file, its folder, the file, or any arguments), says the rule in
+// words, and on confirmation writes the rule through the core, then
+// answers. The rule is written at once, whether or not the agent still
+// waits: an agent that stopped waiting finds it on its next call.
+func (a *approvals) askReach(allow bool) {
+	if !a.armed || len(a.queue) == 0 {
+		return
+	}
+	a.touch()
+	w := a.queue[a.cur]
+	story := a.view.story
+	rc := reach{args: argChoices(story)[0]}
+
+	sentence := widget.NewLabel("")
+	sentence.Wrapping = fyne.TextWrapWord
+	update := func() { sentence.SetText(standingWords(w.req, story, allow, rc)) }
+
+	agents := []string{agentChoice(w.req, false)}
+	if oneClient(w.req.Client) {
+		agents = append(agents, agentChoice(w.req, true))
+	}
+	who := widget.NewRadioGroup(agents, func(s string) {
+		rc.allAgents = s == agentChoice(w.req, true)
+		update()
+	})
+	who.Required = true
+	who.SetSelected(agents[0])
+
+	choices := argChoices(story)
+	var names []string
+	for _, c := range choices {
+		names = append(names, argWords(story, c))
+	}
+	which := widget.NewRadioGroup(names, func(s string) {
+		if i := slices.Index(names, s); i >= 0 {
+			rc.args = choices[i]
+		}
+		update()
+	})
+	which.Required = true
+	which.SetSelected(names[0])
+	update()
+
+	items := []fyne.CanvasObject{heading("For which agents"), who}
+	if len(choices) > 1 {
+		items = append(items, heading("For which calls of "+plainLine(w.req.Tool)), which)
+	}
+	items = append(items, widget.NewSeparator(), sentence)
+	title, confirm, scope := "Always allow "+plainLine(w.req.Tool)+"?", "Always allow", approval.ScopeAlways
+	if !allow {
+		title, confirm, scope = "Always deny "+plainLine(w.req.Tool)+"?", "Always deny", approval.ScopeAlwaysDeny
+	}
+	d := dialog.NewCustomConfirm(title, confirm, "Cancel", container.NewVBox(items...), func(ok bool) {
+		if !ok {
+			return
+		}
+		rule, err := standingRule(w.req, story, allow, rc)
+		if err != nil {
+			// A rule cannot name the tool: the proxy keeps the answer
+			// for its session.
+			a.decide(w, scope, "")
+			return
+		}
+		words := standingWords(w.req, story, allow, rc)
+		goRead(a.u, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, a.u.core.addRule(ctx, rule)
+		}, func(_ struct{}, err error) {
+			if err != nil {
+				p := explain("write the rule", err)
+				a.view.setNote(p.title + ": " + p.text + " Nothing was answered; answer again when it is fixed.")
+				return
+			}
+			a.decide(w, scope, words)
+		})
+	}, a.win)
+	d.Resize(fyne.NewSize(min(560, a.win.Canvas().Size().Width-40), 0))
+	d.Show()
 }
 
 // answered says what an answer did.

@@ -56,7 +56,16 @@ type approvalView struct {
 
 	emptyNote *widget.Label
 	close     *widget.Button
+
+	scopes *widget.RichText // what "this session" and "Always" mean
+	story  callStory        // the request on screen, read
 }
+
+// The labels of the standing answers, which ask what they cover first.
+const (
+	labelAlwaysAllow = "Always allow…"
+	labelAlwaysDeny  = "Always deny…"
+)
 
 // labelMinutes is the label of the "minutes" answer.
 func labelMinutes(n int) string { return fmt.Sprintf("Allow for %d minutes", n) }
@@ -69,7 +78,7 @@ func newApprovalView(a *approvals) *approvalView {
 	// Header: how risky, who asks to run what, where; the queue.
 	v.asks = widget.NewRichText(
 		&widget.TextSegment{Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}},
-		&widget.TextSegment{Text: " asks to run", Style: secondary})
+		&widget.TextSegment{Text: " asks to run the tool", Style: secondary})
 	v.asks.Truncation = fyne.TextTruncateEllipsis
 	v.tool = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.tool.SizeName = theme.SizeNameHeadingText
@@ -114,6 +123,8 @@ func newApprovalView(a *approvals) *approvalView {
 	v.countdown = text("", secondary)
 	v.countdown.Wrapping = fyne.TextWrapWord
 	v.keys = text("", caption)
+	v.scopes = text("", caption)
+	v.scopes.Wrapping = fyne.TextWrapWord
 
 	answer := func(label string, imp widget.Importance, scope approval.Scope) *widget.Button {
 		b := widget.NewButton(label, func() { a.answer(scope) })
@@ -122,11 +133,15 @@ func newApprovalView(a *approvals) *approvalView {
 		return b
 	}
 	v.deny = answer("Deny", widget.MediumImportance, approval.ScopeDeny)
-	alwaysDeny := answer("Always deny", widget.LowImportance, approval.ScopeAlwaysDeny)
+	alwaysDeny := widget.NewButton(labelAlwaysDeny, func() { a.askReach(false) })
+	alwaysDeny.Importance = widget.LowImportance
+	v.answers = append(v.answers, alwaysDeny)
 	v.once = answer("Allow once", widget.HighImportance, approval.ScopeOnce)
 	session := answer("Allow for this session", widget.LowImportance, approval.ScopeSession)
 	v.minutes = answer(labelMinutes(defaultMinutes), widget.LowImportance, approval.ScopeMinutes)
-	always := answer("Always allow", widget.LowImportance, approval.ScopeAlways)
+	always := widget.NewButton(labelAlwaysAllow, func() { a.askReach(true) })
+	always.Importance = widget.LowImportance
+	v.answers = append(v.answers, always)
 	v.minutesMenu = widget.NewButtonWithIcon("", theme.MenuDropDownIcon(), func() { a.chooseMinutes(v.minutesMenu) })
 	v.minutesMenu.Importance = widget.LowImportance
 
@@ -140,7 +155,7 @@ func newApprovalView(a *approvals) *approvalView {
 	wait := container.NewBorder(nil, nil, container.NewVBox(v.timer), nil, fixedHeight(twoLines, v.countdown))
 	main := container.NewBorder(nil, nil, nil, container.NewHBox(v.deny, v.once), container.NewVBox(layout.NewSpacer(), v.keys, layout.NewSpacer()))
 	footer := container.NewStack(newBand(theme.ColorNameHeaderBackground), container.NewVBox(widget.NewSeparator(),
-		container.New(layout.NewCustomPaddedLayout(pad, pad*2, pad*3, pad*3), container.NewVBox(wait, more, main))))
+		container.New(layout.NewCustomPaddedLayout(pad, pad*2, pad*3, pad*3), container.NewVBox(wait, more, pullUp(fixedHeight(text("1\n2", caption).MinSize().Height, v.scopes)), main))))
 
 	v.request = container.NewBorder(
 		container.NewVBox(
@@ -174,18 +189,12 @@ func newApprovalView(a *approvals) *approvalView {
 
 // showRequest puts r on screen, as number pos (from 1) of n waiting.
 func (v *approvalView) showRequest(r approval.Request, pos, n int) {
-	client := plainLine(r.Client)
-	if client == "" {
-		client = "A client that gave no name"
-	}
-	v.asks.Segments[0].(*widget.TextSegment).Text = client
+	story := readCall(r, statFile)
+	v.story = story
+	v.asks.Segments[0].(*widget.TextSegment).Text = clientName(r.Client)
 	v.asks.Refresh()
 	v.tool.SetText(plainLine(r.Tool))
-	where := "on " + plainLine(r.Server)
-	if r.Rule != "" {
-		where += "  ·  rule " + plainLine(r.Rule)
-	}
-	setText(v.where, where)
+	setText(v.where, "on the server "+plainLine(r.Server))
 	v.risk.set(riskLook(r.Risk))
 	v.setPosition(pos, n)
 	if r.Change != nil {
@@ -212,9 +221,11 @@ func (v *approvalView) showRequest(r approval.Request, pos, n int) {
 		keys = strings.TrimSuffix(keys, "  ·  ←/→: other requests")
 	}
 	setText(v.keys, keys)
+	setText(v.scopes, fmt.Sprintf("“This session” lasts until %s closes its connection to %s. “Always” answers write a rule: you choose what it covers first.",
+		clientName(r.Client), plainLine(r.Server)))
 	v.deny.Refresh()
 	v.once.Refresh()
-	v.body.Content = requestBody(r)
+	v.body.Content = requestBody(r, story)
 	v.body.Offset = fyne.Position{}
 	v.body.Refresh()
 	v.empty.Hide()
@@ -266,9 +277,10 @@ func (v *approvalView) setNote(s string) {
 }
 
 // carefulWith reports whether a request is one whose safe answer, Deny,
-// comes first: a changed tool's, or a critical call's.
+// comes first: a changed tool's, a critical call's, or a file call that
+// touches where secrets are kept or writes what looks like one.
 func carefulWith(r approval.Request) bool {
-	return r.Change != nil || strings.EqualFold(r.Risk, "critical")
+	return r.Change != nil || strings.EqualFold(r.Risk, "critical") || len(readCall(r, nil).warnings) > 0
 }
 
 // setArmed enables or disables the answers.
@@ -282,12 +294,27 @@ func (v *approvalView) setArmed(armed bool) {
 	}
 }
 
-// requestBody shows what a request asks: the change of the tool's
-// definition, if that is why it asks, the arguments, and the tool's
-// description.
-func requestBody(r approval.Request) fyne.CanvasObject {
+// requestBody shows what a request asks: what will happen, in words and
+// in a form for its kind (a file's content, an edit's diff, other tools'
+// arguments as a tree), why Gatehouse asks, the change of the tool's
+// definition if that is why, the raw arguments one click away, and the
+// tool's description.
+func requestBody(r approval.Request, story callStory) fyne.CanvasObject {
 	pad := theme.Padding()
 	var sections []fyne.CanvasObject
+
+	// What will happen, and why Gatehouse asks.
+	what := []fyne.CanvasObject{heading("What will happen"), textBlock(story.what(r), widget.RichTextStyle{})}
+	if len(story.warnings) > 0 {
+		warn := textBlock(strings.Join(story.warnings, "\n"), widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}})
+		what = append(what, newPanel(theme.ColorNameWarning, 0x2A, container.NewBorder(nil, nil,
+			container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))), nil, warn)))
+	}
+	why := strings.TrimSpace(ruleWords(r.Rule, r.Risk) + " " + story.riskWhy())
+	if why != "" {
+		what = append(what, textBlock(why, secondaryBlock))
+	}
+	sections = append(sections, container.NewVBox(what...))
 
 	if c := r.Change; c != nil {
 		lines := diffLines(strings.Split(prettyJSON(c.Old, c.Truncated), "\n"), strings.Split(prettyJSON(c.New, c.Truncated), "\n"), 2)
@@ -302,20 +329,64 @@ func requestBody(r approval.Request) fyne.CanvasObject {
 		sections = append(sections, container.NewVBox(box...))
 	}
 
+	codeStyle := widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}}
+	switch story.kind {
+	case fileWrite:
+		state := "a new file"
+		if story.exists {
+			state = "replaces the file's " + byteSize(story.size)
+		}
+		sections = append(sections, container.NewVBox(
+			container.NewBorder(nil, nil, heading("Content to write"), note(fmt.Sprintf("%s, %s", plural(lines(story.content), "line", "lines"), state))),
+			newPanel(theme.ColorNameInputBackground, 0, textBlock(shownContent(story.content), codeStyle)),
+		))
+	case fileEdit:
+		box := []fyne.CanvasObject{container.NewBorder(nil, nil, heading("Changes to the file"),
+			container.NewCenter(note("−  removed     +  added")))}
+		for _, e := range story.edits {
+			box = append(box, newPanel(theme.ColorNameInputBackground, 0,
+				diffView(diffLines(strings.Split(plain(e.old), "\n"), strings.Split(plain(e.new), "\n"), 2))))
+		}
+		sections = append(sections, container.NewVBox(box...))
+	default:
+		if !r.ArgsTruncated {
+			sections = append(sections, container.NewVBox(heading("Arguments"),
+				newPanel(theme.ColorNameInputBackground, 0, textBlock(argTree(r.Args), codeStyle))))
+		}
+	}
+
+	// The raw arguments, one click away (shown at once when they could
+	// not be read any other way).
 	argsText := prettyJSON(r.Args, r.ArgsTruncated)
-	args := textBlock(argsText, widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}})
 	copyArgs := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() {
 		fyne.CurrentApp().Clipboard().SetContent(argsText)
 	})
 	copyArgs.Importance = widget.LowImportance
-	argsBox := []fyne.CanvasObject{
-		container.NewBorder(nil, nil, heading("Arguments"), copyArgs),
-		newPanel(theme.ColorNameInputBackground, 0, args),
-	}
+	rawBox := []fyne.CanvasObject{newPanel(theme.ColorNameInputBackground, 0, textBlock(argsText, codeStyle))}
 	if r.ArgsTruncated {
-		argsBox = append(argsBox, note(fmt.Sprintf("(truncated: %s bytes in all; the start is shown)", thousands(r.ArgsSize))))
+		rawBox = append(rawBox, note(fmt.Sprintf("(truncated: %s bytes in all; the start is shown)", thousands(r.ArgsSize))))
 	}
-	sections = append(sections, container.NewVBox(argsBox...))
+	raw := container.NewVBox(rawBox...)
+	var toggle *widget.Button
+	toggle = widget.NewButtonWithIcon("Show the raw arguments (JSON)", theme.MenuExpandIcon(), func() {
+		if raw.Visible() {
+			raw.Hide()
+			toggle.SetText("Show the raw arguments (JSON)")
+			toggle.SetIcon(theme.MenuExpandIcon())
+		} else {
+			raw.Show()
+			toggle.SetText("Hide the raw arguments (JSON)")
+			toggle.SetIcon(theme.MenuDropDownIcon())
+		}
+	})
+	toggle.Importance = widget.LowImportance
+	toggle.Alignment = widget.ButtonAlignLeading
+	if story.kind == otherCall && r.ArgsTruncated {
+		toggle.SetText("Hide the raw arguments (JSON)")
+	} else {
+		raw.Hide()
+	}
+	sections = append(sections, container.NewVBox(container.NewBorder(nil, nil, toggle, copyArgs), raw))
 
 	desc := plain(strings.TrimSpace(r.Description))
 	var descText fyne.CanvasObject
@@ -332,6 +403,26 @@ func requestBody(r approval.Request) fyne.CanvasObject {
 	))
 
 	return container.New(layout.NewCustomPaddedLayout(pad, pad*2, pad*3, pad*3), container.NewVBox(sections...))
+}
+
+// secondaryBlock is the style of a paragraph of secondary text.
+var secondaryBlock = widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder}
+
+// maxContentLines bounds the lines of a file's content on screen.
+const maxContentLines = 400
+
+// shownContent is a file's content as the window shows it: control
+// characters made visible, at most maxContentLines lines.
+func shownContent(s string) string {
+	if s == "" {
+		return "(empty)"
+	}
+	ls := strings.Split(strings.TrimSuffix(plain(s), "\n"), "\n")
+	if len(ls) > maxContentLines {
+		more := len(ls) - maxContentLines
+		ls = append(ls[:maxContentLines], fmt.Sprintf("⋯ %s more lines not shown (the raw arguments hold them all)", thousands(more)))
+	}
+	return strings.Join(ls, "\n")
 }
 
 // textBlock shows long text, wrapped at word boundaries. Fyne wraps a

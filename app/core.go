@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -272,3 +273,25 @@ func explain(what string, err error) problem {
 var keychainHint = "Gatehouse keeps its signing key and your servers' credentials in the OS keychain. " +
 	"On Linux, install and unlock a Secret Service (sudo apt-get install gnome-keyring, then log in again, or unlock it in Passwords and Keys); " +
 	"on macOS, unlock the login keychain in Keychain Access; on Windows, sign in to Credential Manager."
+
+// addRule makes r a rule of the policy, in place of any rule with its ID,
+// as a new version of the policy. Saving the version MUST record it in the
+// evidence log first (the policy store's recorder does), so a standing
+// answer given in the window is in the log as every policy change is.
+func (c *core) addRule(ctx context.Context, r policy.Rule) error {
+	ps, err := c.policies(ctx)
+	if err != nil {
+		return err
+	}
+	cur, err := ps.Current(ctx)
+	if err != nil {
+		return fmt.Errorf("read the policy: %w", err)
+	}
+	next := cur.Clone()
+	next.Rules = slices.DeleteFunc(next.Rules, func(have policy.Rule) bool { return have.ID == r.ID })
+	next.Rules = append(next.Rules, r)
+	if _, err := ps.Save(ctx, next); err != nil {
+		return fmt.Errorf("save the rule %s: %w", r.ID, err)
+	}
+	return nil
+}

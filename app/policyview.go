@@ -138,14 +138,14 @@ func newPolicyPage(u *UI) *policyPage {
 
 	// Explain.
 	p.exServer = widget.NewSelectEntry(nil)
-	p.exServer.SetPlaceHolder("github")
+	p.exServer.SetPlaceHolder("server name, as in Servers")
 	p.exTool = widget.NewEntry()
-	p.exTool.SetPlaceHolder("delete_branch")
+	p.exTool.SetPlaceHolder("tool name")
 	p.exClient = widget.NewEntry()
-	p.exClient.SetPlaceHolder("any client (claude-code, cursor …)")
+	p.exClient.SetPlaceHolder("agent (optional): any agent")
 	p.exArgs = widget.NewMultiLineEntry()
 	p.exArgs.TextStyle.Monospace = true
-	p.exArgs.SetPlaceHolder(`{"path": "/home/me/projects/notes.txt"}`)
+	p.exArgs.SetPlaceHolder("arguments as JSON (optional)")
 	p.exArgs.SetMinRowsVisible(3)
 	explain := widget.NewButtonWithIcon("Explain", theme.QuestionIcon(), p.explain)
 	explain.Importance = widget.HighImportance
@@ -520,12 +520,12 @@ func (p *policyPage) deleteRule(rule policy.Rule) {
 // openRule opens the rule editor: for a new rule (old nil) or old.
 func (p *policyPage) openRule(old *policy.Rule) {
 	id := widget.NewEntry()
-	id.SetPlaceHolder("no-github-deletes")
+	id.SetPlaceHolder("a short name for the rule, letters, digits and -")
 	capability := widget.NewEntry()
 	capability.TextStyle.Monospace = true
-	capability.SetPlaceHolder("mcp.github.delete_*")
+	capability.SetPlaceHolder("mcp.<server>.<tool>; * matches any run of characters")
 	client := widget.NewEntry()
-	client.SetPlaceHolder("any client")
+	client.SetPlaceHolder("agent (optional): any agent")
 	riskOpts := []string{"any risk"}
 	for _, r := range policy.Risks {
 		riskOpts = append(riskOpts, string(r))
@@ -538,7 +538,7 @@ func (p *policyPage) openRule(old *policy.Rule) {
 	decision.SetSelected("Ask me")
 	args := widget.NewMultiLineEntry()
 	args.TextStyle.Monospace = true
-	args.SetPlaceHolder("path under /home/me/projects\nbranch equals main")
+	args.SetPlaceHolder("conditions on the arguments (optional), one a line:\n<argument> under <folder>, <argument> equals <text>")
 	args.SetMinRowsVisible(2)
 	secrets := widget.NewEntry()
 	secrets.SetPlaceHolder("secret ids an agent may pass as vault://secret/ID (Allow only)")

@@ -558,6 +558,24 @@ func TestApprovalUnderXvfb(t *testing.T) {
 	changed.Change = &approval.Change{Old: json.RawMessage(deleteBranchTool), New: json.RawMessage(changedTool)}
 	readFile := approval.Request{Server: "files", Tool: "read_file", Client: "cursor", Risk: "medium", Rule: "default:medium",
 		Args: json.RawMessage(`{"path":"/home/me/notes.md"}`), Description: "Read a file from the projects folder.", Session: "7d1e0b"}
+	// A file write, an edit and a tool Gatehouse knows nothing of, each in
+	// words: the file exists and holds a key.
+	files := t.TempDir()
+	envFile := filepath.Join(files, ".env")
+	if err := os.WriteFile(envFile, []byte("DEBUG=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeEnv := approval.Request{Server: "filesystem", Tool: "write_file", Client: "claude-desktop", Risk: "high", Rule: "default:high",
+		Args:        mustJSON(t, map[string]any{"path": envFile, "content": "STRIPE_KEY=sk_live_51Hx0123456789abcdefABCDEF\nDEBUG=0\n"}),
+		Description: "Create a new file or completely overwrite an existing file with new content.", Session: "3f9a21"}
+	editReadme := approval.Request{Server: "filesystem", Tool: "edit_file", Client: "cursor", Risk: "high", Rule: "default:high",
+		Args: mustJSON(t, map[string]any{"path": "/home/me/projects/site/README.md", "edits": []any{
+			map[string]any{"oldText": "## Build\n\nRun `make`.\nThen open index.html.", "newText": "## Build\n\nRun `make build`.\nThen open dist/index.html."}}}),
+		Description: "Make line-based edits to a text file.", Session: "5b2c10"}
+	createIssue := approval.Request{Server: "linear", Tool: "create_issue", Client: "claude-code", Risk: "medium", Rule: "default:medium",
+		Args: mustJSON(t, map[string]any{"team": "WEB", "title": "Checkout fails on Safari 17", "priority": 2,
+			"labels": []any{"bug", "checkout"}, "assignee": map[string]any{"email": "ann@example.com"}}),
+		Description: "Create an issue in a Linear team.", Session: "8c4e77"}
 	tests := []struct {
 		name   string
 		req    approval.Request
@@ -575,6 +593,9 @@ func TestApprovalUnderXvfb(t *testing.T) {
 		{name: "Escape", req: readFile, key: "Escape", scope: approval.ScopeDeny},
 		{name: "Return on a critical call", req: deleteBranch, key: "Return", scope: approval.ScopeDeny},
 		{name: "Return on a changed tool", req: changed, key: "Return", scope: approval.ScopeDeny},
+		{name: "a file write", req: writeEnv, shot: "approval-file-write.png", key: "Escape", scope: approval.ScopeDeny},
+		{name: "an edit", req: editReadme, shot: "approval-edit.png", key: "Escape", scope: approval.ScopeDeny},
+		{name: "another tool", req: createIssue, shot: "approval-other-tool.png", key: "Escape", scope: approval.ScopeDeny},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -793,4 +814,14 @@ func TestAnotherApproverUnderXvfb(t *testing.T) {
 	} else {
 		nc.Close()
 	}
+}
+
+// mustJSON returns v in JSON.
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

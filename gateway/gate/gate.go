@@ -172,7 +172,8 @@ type decision struct {
 	rule     string
 	risk     policy.Risk
 	approver *entry.Approver
-	why      string // for the model, when the call does not run
+	why      string      // for the model, when the call does not run
+	call     policy.Call // what the policy decided on
 }
 
 // Authorize implements [gateway.Governor].
@@ -197,7 +198,7 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 			Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
 	}
 	res := pol.Decide(pc)
-	d := decision{verdict: res.Decision, rule: res.Rule, risk: res.Risk}
+	d := decision{verdict: res.Decision, rule: res.Rule, risk: res.Risk, call: pc}
 
 	change, toolHash, err := g.checkPin(ctx, c)
 	if err != nil {
@@ -441,7 +442,7 @@ func (g *Gate) approve(ctx context.Context, c *gateway.Call, capability string, 
 		d.verdict = policy.Deny
 		d.why = fmt.Sprintf("A person denied this call in Gatehouse (%s). It did not run.", capability)
 		if ans.Scope == approval.ScopeAlwaysDeny {
-			return g.addRule(ctx, capability, policy.Deny, ans)
+			return g.addRule(ctx, capability, policy.Deny, ans, d.call)
 		}
 		return nil
 	}
@@ -458,15 +459,18 @@ func (g *Gate) approve(ctx context.Context, c *gateway.Call, capability string, 
 	case approval.ScopeMinutes:
 		g.setGrant(capability, grant{approver: standing(d.approver), until: ans.Until()})
 	case approval.ScopeAlways:
-		return g.addRule(ctx, capability, policy.Allow, ans)
+		return g.addRule(ctx, capability, policy.Allow, ans, d.call)
 	}
 	return nil
 }
 
 // addRule makes a person's "always" (or "always deny") a rule of the policy.
 // A tool whose name would read as a glob (it holds a '*') cannot be named by
-// a rule exactly: the answer then lasts for the session only.
-func (g *Gate) addRule(ctx context.Context, capability string, verdict policy.Decision, ans approval.Decision) error {
+// a rule exactly: the answer then lasts for the session only. An approver
+// may have written the rule itself, with the reach the person chose (the
+// app writes it, for one agent or some arguments, before it answers): when
+// the policy already decides the call so, nothing is added.
+func (g *Gate) addRule(ctx context.Context, capability string, verdict policy.Decision, ans approval.Decision, call policy.Call) error {
 	if strings.Contains(capability, "*") {
 		g.log.Warn("a tool name with '*' cannot be a rule; the answer lasts for this session", slog.String("capability", capability))
 		if verdict == policy.Allow {
@@ -477,6 +481,9 @@ func (g *Gate) addRule(ctx context.Context, capability string, verdict policy.De
 	pol, err := g.currentPolicy(ctx)
 	if err != nil {
 		return fmt.Errorf("read the policy: %w", err)
+	}
+	if pol.Decide(call).Decision == verdict {
+		return nil
 	}
 	next := pol.Clone()
 	id := ruleID(verdict, capability)
