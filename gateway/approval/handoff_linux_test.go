@@ -75,3 +75,40 @@ func TestAnswerWrittenByAnotherProcessIsRefused(t *testing.T) {
 		t.Errorf("an answer another process wrote = %q, %v; want it refused (errForgedAnswer)", line, err)
 	}
 }
+
+// A read whose deadline passes before the approver writes (the proxy reads
+// with deadlines to report progress while a person decides) is a timeout,
+// not an answer without credentials: the wait goes on.
+func TestCredentialedReadTimesOut(t *testing.T) {
+	path := socketPath(t)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	d := net.Dialer{Timeout: dialTimeout, Control: passCredentials}
+	nc, err := d.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	ac, err := withCredentials(nc.(*net.UnixConn), func(int32, uint32) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr := newLineReader(ac, maxReply)
+	ac.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := lr.next(); !isTimeout(err) {
+		t.Fatalf("a read past its deadline = %v, want a timeout", err)
+	}
+	server.Write([]byte(`{"v":2,"type":"pending","id":"x","approver":"app"}` + "\n"))
+	ac.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := lr.next(); err != nil || len(line) == 0 {
+		t.Fatalf("the answer after a timeout = %q, %v", line, err)
+	}
+}

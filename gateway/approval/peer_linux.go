@@ -141,8 +141,10 @@ var errUncredentialed = errors.New("the approver's answer came without the sende
 
 func (c *approverConn) Read(p []byte) (int, error) {
 	n, oobn, _, _, err := c.ReadMsgUnix(p, c.oob)
-	if n == 0 {
-		return n, err
+	if n <= 0 {
+		// Nothing read (a deadline passed, the approver closed): the
+		// poller reports some errors with n = -1.
+		return 0, err
 	}
 	msgs, perr := syscall.ParseSocketControlMessage(c.oob[:oobn])
 	if perr != nil {
