@@ -228,6 +228,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// SIGTERM; ours would quit a second time, late, on a driver already
 	// torn down (a panic in GLFW). It only covers the time before.
 	signal.Stop(sigs)
+	// A signal must end the app even if the driver does not (a quit that
+	// lands while the window is being mapped or torn down can leave GLFW's
+	// loop waiting): past terminateWait the process exits at once. The
+	// store needs no goodbye: every write is a committed transaction.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(term)
+	exited := make(chan struct{})
+	defer close(exited)
+	go func() {
+		select {
+		case <-term:
+		case <-exited:
+			return
+		}
+		select {
+		case <-time.After(terminateWait):
+			log.Warn("still running after a request to quit: exiting", "waited", terminateWait)
+			os.Exit(1)
+		case <-exited:
+		}
+	}()
 	a.Run()
 	close(ran)
 	stopWaiting()
@@ -244,6 +266,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// terminateWait is how long the app may take to quit after SIGINT or
+// SIGTERM before it exits without the driver.
+const terminateWait = 8 * time.Second
 
 // raiseRunning asks the app that already runs for home to show its
 // window (on view, if set), and says so.
