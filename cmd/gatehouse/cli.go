@@ -69,7 +69,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		serverAddCmd, serverSetCmd, serverReviewCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
+		serverAddCmd, serverSetCmd, serverReviewCmd, serverQuarantineNewCmd, serverListCmd, serverRemoveCmd, serverTestCmd, serverTrustCmd, toolsCmd,
 		proxyCmd, confineCmd, benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
 		keysListCmd, keysRotateCmd, keysAdoptCmd, keysExportCmd,
 		secretSetCmd, secretRemoveCmd, secretListCmd,
@@ -79,7 +79,7 @@ func init() {
 		witnessServeCmd, witnessAddLogCmd, witnessLogsCmd, witnessesAddCmd, witnessesListCmd, witnessesRemoveCmd,
 		// history show before history: lookup takes the first match.
 		historyShowCmd, historyCmd, eraseCmd,
-		policyShowCmd, policySetCmd, policyBudgetCmd, policyRemoveCmd, policyImportCmd, policyExportCmd, policyExplainCmd,
+		policyShowCmd, policySetCmd, policyBudgetCmd, policyRemoveCmd, policyImportCmd, policyExportCmd, policyExplainCmd, policySuggestCmd,
 	}
 }
 

@@ -678,3 +678,61 @@ func secretList(ids listFlag) []string {
 	}
 	return ids
 }
+
+// policySuggestFlags are the flags of gatehouse policy suggest.
+type policySuggestFlags struct {
+	apply bool
+}
+
+var policySuggestCmd = &command{
+	name:    "policy suggest",
+	usage:   "NAME [--apply]",
+	summary: "print the rules server NAME's capability pack suggests, or add them",
+	help: `
+A server that matches a capability pack (see 'gatehouse server list') has
+rules the pack suggests for it: reads allowed inside the folders the server
+was given, writes, merges and deletions asked or denied. They are printed as
+policy text; --apply adds them to the policy (replacing rules of the same
+id), as one new version.`,
+	flags: flagged(func(fs *flag.FlagSet, f *policySuggestFlags) {
+		fs.BoolVar(&f.apply, "apply", false, "add the suggested rules to the policy")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *policySuggestFlags, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("policy suggest: want exactly one server NAME")
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		srv, err := lookupServer(ctx, st, pos[0])
+		st.Close()
+		if err != nil {
+			return err
+		}
+		pack := policy.PackByRef(srv.Pack)
+		if pack == nil {
+			return withHint(fmt.Errorf("server %s matches no capability pack", srv.Name),
+				"its tools are classified by their names; set the rules you want with: gatehouse policy set")
+		}
+		rules := pack.SuggestedRules(srv.Name, srv.Args)
+		if len(rules) == 0 {
+			fmt.Fprintf(c.stderr, "gatehouse: capability pack %s suggests no rules for %s\n", pack.Ref(), srv.Name)
+			return nil
+		}
+		if !f.apply {
+			fmt.Fprintf(c.stdout, "# rules capability pack %s suggests for server %s\n# add them with: gatehouse policy suggest %s --apply\n\n", pack.Ref(), srv.Name, srv.Name)
+			_, err := c.stdout.Write(policy.FormatRules(rules))
+			return err
+		}
+		return c.changePolicy(ctx, func(p *policy.Policy) error {
+			for _, r := range rules {
+				p.Rules = append(slices.DeleteFunc(p.Rules, func(o policy.Rule) bool { return o.ID == r.ID }), r)
+			}
+			return nil
+		})
+	}),
+}

@@ -109,7 +109,7 @@ func (a *candidate) better(b *candidate) bool {
 // Decide never fails: a decision that is not valid (in a policy that does not
 // pass [Policy.Validate]) counts as APPROVAL_REQUIRED.
 func (p *Policy) Decide(c Call) Result {
-	risk, reasons := Classify(c.Tool, c.Annotations, c.Trusted)
+	risk, reasons := ClassifyIn(c.Pack, c.Tool, c.Annotations, c.Trusted)
 	res := Result{Risk: risk}
 	say := func(format string, args ...any) {
 		res.Explanation = append(res.Explanation, fmt.Sprintf(format, args...))

@@ -383,47 +383,8 @@ func (p *Policy) Format() []byte {
 			}
 		}
 	}
-	for _, r := range p.Rules {
-		b.WriteString("\n[[rule]]\n")
-		field := func(key, value string) {
-			if value != "" {
-				fmt.Fprintf(&b, "%s = %s\n", key, tomltext.Quote(value))
-			}
-		}
-		field("id", r.ID)
-		field("capability", r.Capability)
-		field("client", r.Client)
-		field("risk", strings.ToLower(string(r.Risk)))
-		field("decision", canonDecision(r.Decision))
-		field("note", r.Note)
-		if len(r.Secrets) > 0 {
-			quoted := make([]string, len(r.Secrets))
-			for i, id := range r.Secrets {
-				quoted[i] = tomltext.Quote(id)
-			}
-			fmt.Fprintf(&b, "secrets = [%s]\n", strings.Join(quoted, ", "))
-		}
-		if len(r.Args) > 0 {
-			b.WriteString("args = [\n")
-			for _, a := range r.Args {
-				var kv []string
-				add := func(key, value string) {
-					if value != "" {
-						kv = append(kv, key+" = "+tomltext.Quote(value))
-					}
-				}
-				under := a.Under
-				if clean, err := cleanUnder(under); err == nil {
-					under = clean
-				}
-				add("arg", a.Arg)
-				add("under", under)
-				add("equals", a.Equals)
-				add("matches", a.Matches)
-				fmt.Fprintf(&b, "  { %s },\n", strings.Join(kv, ", "))
-			}
-			b.WriteString("]\n")
-		}
+	for i := range p.Rules {
+		formatRule(&b, &p.Rules[i])
 	}
 	var budgets strings.Builder
 	for _, bu := range p.Budgets {
@@ -431,6 +392,59 @@ func (p *Policy) Format() []byte {
 	}
 	b.WriteString(budgets.String())
 	return b.Bytes()
+}
+
+// FormatRules returns rules as [[rule]] tables of the canonical text, as
+// [Policy.Format] writes them.
+func FormatRules(rules []Rule) []byte {
+	var b bytes.Buffer
+	for i := range rules {
+		formatRule(&b, &rules[i])
+	}
+	return bytes.TrimPrefix(b.Bytes(), []byte("\n"))
+}
+
+func formatRule(b *bytes.Buffer, r *Rule) {
+	b.WriteString("\n[[rule]]\n")
+	field := func(key, value string) {
+		if value != "" {
+			fmt.Fprintf(b, "%s = %s\n", key, tomltext.Quote(value))
+		}
+	}
+	field("id", r.ID)
+	field("capability", r.Capability)
+	field("client", r.Client)
+	field("risk", strings.ToLower(string(r.Risk)))
+	field("decision", canonDecision(r.Decision))
+	field("note", r.Note)
+	if len(r.Secrets) > 0 {
+		quoted := make([]string, len(r.Secrets))
+		for i, id := range r.Secrets {
+			quoted[i] = tomltext.Quote(id)
+		}
+		fmt.Fprintf(b, "secrets = [%s]\n", strings.Join(quoted, ", "))
+	}
+	if len(r.Args) > 0 {
+		b.WriteString("args = [\n")
+		for _, a := range r.Args {
+			var kv []string
+			add := func(key, value string) {
+				if value != "" {
+					kv = append(kv, key+" = "+tomltext.Quote(value))
+				}
+			}
+			under := a.Under
+			if clean, err := cleanUnder(under); err == nil {
+				under = clean
+			}
+			add("arg", a.Arg)
+			add("under", under)
+			add("equals", a.Equals)
+			add("matches", a.Matches)
+			fmt.Fprintf(b, "  { %s },\n", strings.Join(kv, ", "))
+		}
+		b.WriteString("]\n")
+	}
 }
 
 func canonDecision(d Decision) string {

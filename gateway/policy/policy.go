@@ -186,6 +186,9 @@ type Call struct {
 	Annotations *Annotations    // as the server listed them; nil when it gave none
 	Known       bool            // the tool was in the server's tools/list
 	Trusted     bool            // the user marked the server trusted
+	// Pack is the capability pack the server matched when it was
+	// registered (nil: none): the tools it names are classified by it.
+	Pack *Pack
 	// ResolvePath, when set, follows symbolic links in a path argument
 	// (the real path of its longest existing part, with the rest
 	// appended): an Under constraint then holds only when both the path as

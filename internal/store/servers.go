@@ -53,8 +53,12 @@ type Server struct {
 	// Quarantined holds every call to the server for a person's approval
 	// until the user reviews it (gatehouse server review).
 	Quarantined bool
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Pack is the capability pack the server matched when it was
+	// registered, or when its command or URL last changed ("filesystem@1";
+	// empty: none). Its tools are classified by the pack.
+	Pack      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // nameRE is what a server name may be: it becomes part of capability names
@@ -138,9 +142,9 @@ func (st *Store) AddServer(ctx context.Context, s Server) error {
 	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	_, err = st.db.ExecContext(ctx, `INSERT INTO servers (name, transport, command, args, env, cwd, url, headers, trusted,
-		confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
-		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined, now, now)
+		confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, pack, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
+		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined, s.Pack, now, now)
 	var serr *sqlite.Error
 	if errors.As(err, &serr) && serr.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
 		return fmt.Errorf("add server %s: %w", s.Name, ErrExists)
@@ -177,9 +181,9 @@ func (st *Store) UpdateServer(ctx context.Context, s Server) error {
 		return fmt.Errorf("update server %s: %w", s.Name, err)
 	}
 	res, err := st.db.ExecContext(ctx, `UPDATE servers SET transport = ?, command = ?, args = ?, env = ?, cwd = ?, url = ?, headers = ?, trusted = ?,
-		confine = ?, allow_read = ?, allow_write = ?, allow_net = ?, unconfined_ok = ?, quarantined = ?, updated_at = ?
+		confine = ?, allow_read = ?, allow_write = ?, allow_net = ?, unconfined_ok = ?, quarantined = ?, pack = ?, updated_at = ?
 		WHERE name = ?`, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
-		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined,
+		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined, s.Pack,
 		time.Now().UTC().Format(time.RFC3339Nano), s.Name)
 	if err != nil {
 		return fmt.Errorf("update server %s: %w", s.Name, err)
@@ -238,7 +242,7 @@ func (st *Store) RemoveServer(ctx context.Context, name string) error {
 }
 
 const serverColumns = `name, transport, command, args, env, cwd, url, headers, trusted,
-	confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, created_at, updated_at`
+	confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, pack, created_at, updated_at`
 
 // confinement holds a server's confinement lists as the columns store them.
 type confinement struct{ read, write, net string }
@@ -269,7 +273,7 @@ func scanServer(row scanner) (Server, error) {
 		created, updated string
 	)
 	if err := row.Scan(&s.Name, &s.Transport, &s.Command, &args, &env, &s.Cwd, &s.URL, &headers, &s.Trusted,
-		&s.Confine, &c.read, &c.write, &c.net, &s.UnconfinedOK, &s.Quarantined, &created, &updated); err != nil {
+		&s.Confine, &c.read, &c.write, &c.net, &s.UnconfinedOK, &s.Quarantined, &s.Pack, &created, &updated); err != nil {
 		return Server{}, err
 	}
 	for _, f := range []struct {

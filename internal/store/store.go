@@ -322,4 +322,7 @@ var storeMigrations = []string{
 	ALTER TABLE servers ADD COLUMN allow_net TEXT NOT NULL DEFAULT '[]';
 	ALTER TABLE servers ADD COLUMN unconfined_ok INTEGER NOT NULL DEFAULT 0 CHECK (unconfined_ok IN (0, 1));
 	ALTER TABLE servers ADD COLUMN quarantined INTEGER NOT NULL DEFAULT 0 CHECK (quarantined IN (0, 1))`,
+	// 7: the capability pack a server matched when it was registered
+	// ("filesystem@1"; empty: none).
+	`ALTER TABLE servers ADD COLUMN pack TEXT NOT NULL DEFAULT ''`,
 }
