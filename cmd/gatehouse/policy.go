@@ -54,12 +54,13 @@ var policyShowCmd = &command{
 
 // policySetFlags are the flags of gatehouse policy set.
 type policySetFlags struct {
-	client string
-	risk   string
-	id     string
-	note   string
-	secret listFlag
-	cs     constraintFlags // --arg and its conditions
+	client  string
+	risk    string
+	id      string
+	note    string
+	observe bool
+	secret  listFlag
+	cs      constraintFlags // --arg and its conditions
 }
 
 var policySetCmd = &command{
@@ -79,6 +80,10 @@ capability or --client it narrows a rule to tools of that class.
 /options/path) and starts a constraint; the --under, --equals and --matches
 after it say what must hold. A relative --under folder is made absolute.
 The rule applies only when every constraint holds.
+
+--observe puts the rule in observe mode (a shadow rollout): calls are
+decided as if it were not there, and each receipt where it would have won
+records what it would have decided ('gatehouse history' shows it).
 
 --secret ID binds the vault secret ID to the calls an ALLOW rule allows:
 an agent may then pass vault://secret/ID in their arguments, and the proxy
@@ -102,6 +107,7 @@ Examples:
 		fs.StringVar(&f.risk, "risk", "", "only tools of the `RISK` class; alone: that class's default")
 		fs.StringVar(&f.id, "id", "", "the rule's `ID` (replaces the rule with this id)")
 		fs.StringVar(&f.note, "note", "", "why, for people reading the policy")
+		fs.BoolVar(&f.observe, "observe", false, "put the rule in observe mode: its decision is recorded in receipts, not applied")
 		fs.Var(&f.secret, "secret", "bind the vault secret `ID` to the calls this ALLOW rule allows (repeatable)")
 		cs := &f.cs
 		fs.Var(argFlag{cs}, "arg", "start a constraint on the argument `ARG` (a name or a JSON pointer)")
@@ -397,6 +403,19 @@ func policyText(p *policy.Policy) []byte {
 		fmt.Fprintf(&b, "# Gatehouse policy version %d\n", p.Version)
 	}
 	fmt.Fprintf(&b, "# %s\n#\n", p.Hash())
+	var observed []string
+	for i := range p.Rules {
+		if p.Observed(&p.Rules[i]) {
+			observed = append(observed, p.Rules[i].ID)
+		}
+	}
+	switch {
+	case p.Mode == policy.Observe:
+		b.WriteString("# OBSERVE MODE: the whole policy observes. Its rules are not applied, only the\n")
+		b.WriteString("# defaults; receipts record what the rules would have decided.\n#\n")
+	case len(observed) > 0:
+		fmt.Fprintf(&b, "# OBSERVE MODE: %s: recorded in receipts, not applied.\n#\n", strings.Join(observed, ", "))
+	}
 	b.WriteString("# The most specific rule that applies decides: exact tool, tool glob, server-wide\n")
 	b.WriteString("# (mcp.SERVER.*), the default for the tool's risk class, the global default.\n")
 	b.WriteString("# Load an edited copy with: gatehouse policy import FILE\n\n")
@@ -499,6 +518,9 @@ func runPolicySet(ctx context.Context, c *cli, fs *flag.FlagSet, f *policySetFla
 	rule := policy.Rule{
 		ID: f.id, Capability: target, Client: f.client, Risk: riskClass,
 		Args: cs.list, Decision: d, Note: f.note, Secrets: secretList(f.secret),
+	}
+	if f.observe {
+		rule.Mode = policy.Observe
 	}
 	for i, a := range rule.Args {
 		if a.Under == "" {

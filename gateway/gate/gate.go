@@ -312,6 +312,9 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		Client: entry.Client{Name: c.Client.Name, Version: c.Client.Version}, ToolHash: toolHash, Session: c.Session,
 		Confinement: g.cfg.Confinement,
 	}
+	if o := res.Observed; o != nil && o.Rule != d.rule {
+		r.Observed = &entry.Observed{Decision: string(o.Decision), Rule: o.Rule}
+	}
 	// A decision that was made is written even if the client has given up.
 	decided := time.Now()
 	e, err := g.cfg.Log.AppendReceipt(context.WithoutCancel(ctx), r, recordedArgs(c))

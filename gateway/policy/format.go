@@ -67,6 +67,12 @@ func Parse(data []byte) (*Policy, error) {
 	for _, k := range slices.Sorted(maps.Keys(doc)) {
 		v := doc[k]
 		switch k {
+		case "mode":
+			m, err := parseMode(v)
+			if err != nil {
+				return nil, fail(-1, k, "mode: %v", err)
+			}
+			p.Mode = m
 		case "default":
 			s, ok := v.(string)
 			if !ok {
@@ -132,7 +138,7 @@ func Parse(data []byte) (*Policy, error) {
 				p.Budgets = append(p.Budgets, b)
 			}
 		default:
-			return nil, fail(-1, k, "unknown setting %q (want default, [defaults], [[rule]] or [[budget]])", k)
+			return nil, fail(-1, k, "unknown setting %q (want default, mode, [defaults], [[rule]] or [[budget]])", k)
 		}
 	}
 	if pr := p.validate(); pr != nil {
@@ -172,6 +178,10 @@ func parseRule(t map[string]any, fail func(key, format string, args ...any) erro
 			r.Client, err = str(k)
 		case "note":
 			r.Note, err = str(k)
+		case "mode":
+			if r.Mode, err = parseMode(t[k]); err != nil {
+				err = fail(k, "%s: mode: %v", name, err)
+			}
 		case "secrets":
 			list, ok := t[k].([]any)
 			if !ok {
@@ -375,6 +385,9 @@ func (p *Policy) Format() []byte {
 		d = ApprovalRequired
 	}
 	fmt.Fprintf(&b, "default = %s\n", tomltext.Quote(canonDecision(d)))
+	if p.Mode != Enforce {
+		fmt.Fprintf(&b, "mode = %s\n", tomltext.Quote(string(p.Mode)))
+	}
 	if len(p.Defaults) > 0 {
 		b.WriteString("\n[defaults]\n")
 		for _, r := range Risks {
@@ -416,6 +429,7 @@ func formatRule(b *bytes.Buffer, r *Rule) {
 	field("client", r.Client)
 	field("risk", strings.ToLower(string(r.Risk)))
 	field("decision", canonDecision(r.Decision))
+	field("mode", string(r.Mode))
 	field("note", r.Note)
 	if len(r.Secrets) > 0 {
 		quoted := make([]string, len(r.Secrets))
@@ -445,6 +459,22 @@ func formatRule(b *bytes.Buffer, r *Rule) {
 		}
 		b.WriteString("]\n")
 	}
+}
+
+// parseMode reads a mode: "observe", or "enforce" (the default, written
+// as no mode at all).
+func parseMode(v any) (Mode, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("want a string (observe or enforce), not %s", tomlType(v))
+	}
+	switch strings.ToLower(s) {
+	case "observe":
+		return Observe, nil
+	case "enforce":
+		return Enforce, nil
+	}
+	return "", fmt.Errorf("unknown mode %q (want observe or enforce)", s)
 }
 
 func canonDecision(d Decision) string {

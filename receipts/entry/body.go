@@ -43,6 +43,18 @@ type Receipt struct {
 	// when it started. Absent for a remote server, and in receipts written
 	// before it was recorded.
 	Confinement *Confinement `json:"confinement,omitempty"`
+	// Observed is what a policy rule in observe mode would have decided,
+	// had it been applied: a rule other than Rule. Absent when no rule in
+	// observe mode would have won, and in receipts written before rules
+	// could observe.
+	Observed *Observed `json:"observed,omitempty"`
+}
+
+// Observed records the decision a rule in observe mode would have made on
+// a call; the call was decided without it.
+type Observed struct {
+	Decision string `json:"decision"` // Allow, Deny, ApprovalRequired
+	Rule     string `json:"rule"`     // the rule in observe mode
 }
 
 // Confinement records whether the server that runs a call was confined, and

@@ -861,6 +861,7 @@ func checkBody(body any) error {
 			sha256Hex("tool_hash", b.ToolHash, true),
 			checkApprover(b.Approver),
 			checkConfinement(b.Confinement),
+			checkObserved(b),
 		); err != nil {
 			return err
 		}
@@ -1043,6 +1044,24 @@ func checkConfinement(c *entry.Confinement) error {
 		return fmt.Errorf("confinement abi %d is not a Landlock ABI (1 or more)", c.ABI)
 	case !c.Confined && (c.Mechanism != "" || c.ABI != 0):
 		return errors.New("an unconfined server's receipt names a confinement mechanism or ABI")
+	}
+	return nil
+}
+
+// checkObserved checks what a receipt says a rule in observe mode would
+// have decided: a valid decision, by a named rule other than the one that
+// decided the call.
+func checkObserved(b *entry.Receipt) error {
+	o := b.Observed
+	switch {
+	case o == nil:
+		return nil
+	case o.Decision != entry.Allow && o.Decision != entry.Deny && o.Decision != entry.ApprovalRequired:
+		return fmt.Errorf("observed decision %q is not ALLOW, DENY or APPROVAL_REQUIRED", o.Decision)
+	case o.Rule == "":
+		return errors.New("observed rule must not be empty")
+	case o.Rule == b.Rule:
+		return fmt.Errorf("observed rule %q is the rule that decided the call: an observed rule is not applied", o.Rule)
 	}
 	return nil
 }
