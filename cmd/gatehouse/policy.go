@@ -574,7 +574,7 @@ func runPolicySet(ctx context.Context, c *cli, fs *flag.FlagSet, f *policySetFla
 func upsertRule(p *policy.Policy, r policy.Rule) {
 	if r.ID == "" {
 		for _, old := range p.Rules {
-			if sameScope(&old, &r) {
+			if sameScope(&old, &r) && old.Mode == r.Mode {
 				r.ID = old.ID
 				if r.Note == "" {
 					r.Note = old.Note
