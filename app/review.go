@@ -186,7 +186,7 @@ func (u *UI) readHeld(ctx context.Context, servers []store.Server) map[string]in
 		return held
 	}
 	for _, s := range servers {
-		ts, err := gate.Tools(ctx, u.st, pol, s.Name, s.Trusted)
+		ts, err := gate.Tools(ctx, u.st, pol, s.Name, s.Trusted, policy.PackByRef(s.Pack))
 		if err != nil {
 			continue
 		}

@@ -45,7 +45,7 @@ func toolOf(t *testing.T, h *harness, server, tool string) gate.ToolStatus {
 		t.Fatal(err)
 	}
 	s, _ := h.st.Server(ctx, server)
-	ts, err := gate.Tools(ctx, h.st, pol, server, s.Trusted)
+	ts, err := gate.Tools(ctx, h.st, pol, server, s.Trusted, policy.PackByRef(s.Pack))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -503,7 +503,7 @@ func (d *serverDetail) readTools() {
 		if err != nil {
 			return nil, err
 		}
-		tools, err := gate.Tools(ctx, d.p.u.st, pol, s.Name, s.Trusted)
+		tools, err := gate.Tools(ctx, d.p.u.st, pol, s.Name, s.Trusted, policy.PackByRef(s.Pack))
 		if err != nil {
 			return nil, err
 		}

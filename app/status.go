@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/clients"
 	"github.com/gatehouse-dev/gatehouse/gateway/gate"
+	"github.com/gatehouse-dev/gatehouse/gateway/policy"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
@@ -276,7 +277,7 @@ func (u *UI) readListed(ctx context.Context, servers []store.Server) map[string]
 		return listed
 	}
 	for _, s := range servers {
-		if ts, err := gate.Tools(ctx, u.st, pol, s.Name, s.Trusted); err == nil && len(ts) > 0 {
+		if ts, err := gate.Tools(ctx, u.st, pol, s.Name, s.Trusted, policy.PackByRef(s.Pack)); err == nil && len(ts) > 0 {
 			listed[s.Name] = true
 		}
 	}

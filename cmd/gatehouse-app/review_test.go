@@ -21,7 +21,7 @@ func pinOf(t *testing.T, home, server, tool string) gate.ToolStatus {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ts, err := gate.Tools(ctx, st, policy.Default(), server, false)
+	ts, err := gate.Tools(ctx, st, policy.Default(), server, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		serverAddCmd, serverSetCmd, serverReviewCmd, serverListCmd, serverRemoveCmd, serverLoginCmd, serverLogoutCmd, serverTestCmd, serverTrustCmd, toolsCmd,
+		serverAddCmd, serverSetCmd, serverReviewCmd, serverQuarantineNewCmd, serverListCmd, serverRemoveCmd, serverLoginCmd, serverLogoutCmd, serverTestCmd, serverTrustCmd, toolsCmd,
 		proxyCmd, confineCmd, serveTokenAddCmd, serveTokenListCmd, serveTokenRevokeCmd, serveCmd, exportStreamCmd,
 		programsListCmd, programsShowCmd, programsRunCmd, programsResumeCmd, programsTraceCmd, programsReplayCmd, programsDeleteCmd, programsServeCmd,
 		benchCmd, benchEchoServerCmd, adversaryServerCmd, evalCmd, demoCmd, versionCmd,
@@ -81,7 +81,7 @@ func init() {
 		witnessServeCmd, witnessAddLogCmd, witnessLogsCmd, witnessesAddCmd, witnessesListCmd, witnessesRemoveCmd,
 		// history show before history: lookup takes the first match.
 		historyShowCmd, historyCmd, eraseCmd,
-		policyShowCmd, policySetCmd, policyBudgetCmd, policyRemoveCmd, policyImportCmd, policyExportCmd, policyExplainCmd,
+		policyShowCmd, policySetCmd, policyBudgetCmd, policyRemoveCmd, policyImportCmd, policyExportCmd, policyExplainCmd, policySuggestCmd,
 	}
 }
 

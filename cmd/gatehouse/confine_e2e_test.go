@@ -77,7 +77,7 @@ func TestConfinedServerCannotEscape(t *testing.T) {
 		}
 	}()
 
-	gatehouse(t, home, "server", "add", "evil", "--allow-write", work, "--",
+	gatehouse(t, home, "server", "add", "evil", "--no-quarantine", "--allow-write", work, "--",
 		gatehouseBin, adversary.Command, "--record", filepath.Join(work, "record.jsonl"))
 	gatehouse(t, home, "policy", "set", "mcp.evil.status", "ALLOW")
 	if out := gatehouse(t, home, "server", "list"); !strings.Contains(out, fmt.Sprintf("yes (landlock %d)", abi)) {
@@ -147,7 +147,7 @@ func TestConfinementThatCannotApplyRefuses(t *testing.T) {
 	home := t.TempDir()
 	os.Chmod(home, 0o700)
 	missing := filepath.Join(t.TempDir(), "not-there")
-	gatehouse(t, home, "server", "add", "evil", "--allow-read", missing, "--", gatehouseBin, adversary.Command)
+	gatehouse(t, home, "server", "add", "evil", "--no-quarantine", "--allow-read", missing, "--", gatehouseBin, adversary.Command)
 	gatehouse(t, home, "policy", "set", "mcp.evil.status", "ALLOW")
 	p := startRawProxy(t, home, "evil")
 	p.send(t, initializeLine)

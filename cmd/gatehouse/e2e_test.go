@@ -211,7 +211,7 @@ func TestInspectorSeesTheSameServers(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			home := t.TempDir() // each server its own home: the subtests run side by side
-			args := append(append([]string{"server", "add", s.name}, s.addArgs...), "--")
+			args := append(append([]string{"server", "add", s.name, "--no-quarantine"}, s.addArgs...), "--")
 			gatehouse(t, home, append(args, s.direct...)...)
 			allow(t, home, "mcp."+s.name+".*")
 			proxied := []string{gatehouseBin, "proxy", s.name, "--home", home}
@@ -236,7 +236,7 @@ func TestClaudeCodeConnects(t *testing.T) {
 	t.Parallel() // npm peers start slowly: these e2e tests wait on them side by side
 	nm := npmPeers(t)
 	home := t.TempDir()
-	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	gatehouse(t, home, append([]string{"server", "add", "everything", "--no-quarantine", "--"}, serverCmd(nm, "server-everything")...)...)
 	userHome := t.TempDir()
 	claude := filepath.Join(nm, ".bin", "claude")
 	env := append(os.Environ(), "HOME="+userHome, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
@@ -282,7 +282,7 @@ func TestListChangedProgressCancellation(t *testing.T) {
 	t.Parallel() // npm peers start slowly: these e2e tests wait on them side by side
 	nm := npmPeers(t)
 	home := t.TempDir()
-	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	gatehouse(t, home, append([]string{"server", "add", "everything", "--no-quarantine", "--"}, serverCmd(nm, "server-everything")...)...)
 	allow(t, home, "mcp.everything.*")
 
 	changed := make(chan struct{}, 10)
@@ -478,7 +478,7 @@ const initializeLine = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{
 func TestProxyBadInput(t *testing.T) {
 	nm := npmPeers(t)
 	home := t.TempDir()
-	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	gatehouse(t, home, append([]string{"server", "add", "everything", "--no-quarantine", "--"}, serverCmd(nm, "server-everything")...)...)
 	allow(t, home, "mcp.everything.*")
 
 	t.Run("unknown server", func(t *testing.T) {
@@ -542,7 +542,7 @@ func TestSecretsAreRedacted(t *testing.T) {
 	nm := npmPeers(t)
 	home := t.TempDir()
 	const secret = "sk-live-4f3c2b1a0987654321zz"
-	add := exec.Command(gatehouseBin, append([]string{"--home", home, "server", "add", "everything", "--secret-env", "API_KEY", "--"},
+	add := exec.Command(gatehouseBin, append([]string{"--home", home, "server", "add", "everything", "--no-quarantine", "--secret-env", "API_KEY", "--"},
 		serverCmd(nm, "server-everything")...)...)
 	add.Stdin = strings.NewReader(secret + "\n")
 	if out, err := add.CombinedOutput(); err != nil {
@@ -607,7 +607,7 @@ func TestSecretsAreRedacted(t *testing.T) {
 func TestProxyKilledTakesServerDown(t *testing.T) {
 	nm := npmPeers(t)
 	home := t.TempDir()
-	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	gatehouse(t, home, append([]string{"server", "add", "everything", "--no-quarantine", "--"}, serverCmd(nm, "server-everything")...)...)
 	p := startRawProxy(t, home, "everything")
 	p.send(t, initializeLine)
 	p.recv(t)
@@ -628,7 +628,7 @@ func TestProxyKilledTakesServerDown(t *testing.T) {
 func TestProxyStopsStubbornServer(t *testing.T) {
 	nm := npmPeers(t)
 	home := t.TempDir()
-	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	gatehouse(t, home, append([]string{"server", "add", "everything", "--no-quarantine", "--"}, serverCmd(nm, "server-everything")...)...)
 	p := startRawProxy(t, home, "everything")
 	p.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"raw","version":"1"}}}`)
 	p.recv(t)
@@ -682,7 +682,7 @@ func TestGovernedCallEndToEnd(t *testing.T) {
 	nm := npmPeers(t)
 	home := t.TempDir()
 	os.Chmod(home, 0o700) // the approval socket wants a private home, as store.Open makes one
-	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	gatehouse(t, home, append([]string{"server", "add", "everything", "--no-quarantine", "--"}, serverCmd(nm, "server-everything")...)...)
 	p := startRawProxy(t, home, "everything")
 	p.send(t, initializeLine)
 	p.recv(t)

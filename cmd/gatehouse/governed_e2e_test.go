@@ -167,7 +167,7 @@ func TestImpostorApproverIsRefused(t *testing.T) {
 	nm := npmPeers(t)
 	home := t.TempDir()
 	os.Chmod(home, 0o700)
-	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	gatehouse(t, home, append([]string{"server", "add", "everything", "--no-quarantine", "--"}, serverCmd(nm, "server-everything")...)...)
 	impostor := filepath.Join(t.TempDir(), "gatehouse")
 	data, err := os.ReadFile(gatehouseBin)
 	if err != nil {

@@ -92,7 +92,7 @@ func handoffRole(role string) int {
 // run.
 func TestHandedOnApproverIsRefused(t *testing.T) {
 	home := shortHome(t)
-	gatehouse(t, home, "server", "add", "echo", "--", gatehouseBin, "bench-echo-server")
+	gatehouse(t, home, "server", "add", "echo", "--no-quarantine", "--", gatehouseBin, "bench-echo-server")
 	gatehouse(t, home, "policy", "set", "mcp.echo.echo", "APPROVAL_REQUIRED")
 	listener := exec.Command(os.Args[0])
 	listener.Env = append(os.Environ(), "GATEHOUSE_TEST_ROLE=listener", "GATEHOUSE_TEST_HOME="+home, "GATEHOUSE_TEST_BIN="+gatehouseBin)

@@ -210,6 +210,11 @@ func runHistory(ctx context.Context, c *cli, fs *flag.FlagSet, f *historyFlags, 
 	for _, h := range page.Hits {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Time.Local().Format("2006-01-02 15:04:05"), h.Kind,
 			dash(h.Decision), dash(h.Status), dash(h.Capability()), dash(h.Client), h.ID)
+		if h.Kind == entry.KindReceipt {
+			if note := observedNote(ctx, l, h.ID); note != "" {
+				fmt.Fprintf(tw, "\t\t\t\t  %s\t\t\n", note)
+			}
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -334,6 +339,9 @@ func showEntry(ctx context.Context, w io.Writer, l *receipts.Reader, s receipts.
 	}
 	t, _ := time.Parse(time.RFC3339Nano, e.Time)
 	fmt.Fprintf(w, "%s %s (index %d, %s)\n", e.Kind, e.ID, e.Index, t.Local().Format("2006-01-02 15:04:05 MST"))
+	if note := observedText(e); note != "" {
+		fmt.Fprintln(w, note)
+	}
 	fmt.Fprintln(w, indentJSON(s.Data))
 	for _, p := range s.Payloads {
 		switch {
@@ -507,4 +515,35 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// observedNote is [observedText] of the receipt with id id, or "" when it
+// cannot be read.
+func observedNote(ctx context.Context, l *receipts.Reader, id string) string {
+	s, err := l.EntryByID(ctx, id)
+	if err != nil {
+		return ""
+	}
+	e, err := entry.Parse(s.Data)
+	if err != nil {
+		return ""
+	}
+	return observedText(e)
+}
+
+// observedText says what a rule in observe mode would have decided on a
+// receipt's call, or "" when none would have.
+func observedText(e *entry.Entry) string {
+	if e.Kind != entry.KindReceipt {
+		return ""
+	}
+	var r entry.Receipt
+	if json.Unmarshal(e.Body, &r) != nil || r.Observed == nil {
+		return ""
+	}
+	would := map[string]string{entry.Allow: "ALLOWED", entry.Deny: "DENIED", entry.ApprovalRequired: "held for approval"}[r.Observed.Decision]
+	if would == "" {
+		would = r.Observed.Decision
+	}
+	return fmt.Sprintf("observe mode: would have been %s by rule %s (observe mode); decided %s by %s", would, r.Observed.Rule, r.Decision, r.Rule)
 }

@@ -54,12 +54,13 @@ var policyShowCmd = &command{
 
 // policySetFlags are the flags of gatehouse policy set.
 type policySetFlags struct {
-	client string
-	risk   string
-	id     string
-	note   string
-	secret listFlag
-	cs     constraintFlags // --arg and its conditions
+	client  string
+	risk    string
+	id      string
+	note    string
+	observe bool
+	secret  listFlag
+	cs      constraintFlags // --arg and its conditions
 }
 
 var policySetCmd = &command{
@@ -79,6 +80,10 @@ capability or --client it narrows a rule to tools of that class.
 /options/path) and starts a constraint; the --under, --equals and --matches
 after it say what must hold. A relative --under folder is made absolute.
 The rule applies only when every constraint holds.
+
+--observe puts the rule in observe mode (a shadow rollout): calls are
+decided as if it were not there, and each receipt where it would have won
+records what it would have decided ('gatehouse history' shows it).
 
 --secret ID binds the vault secret ID to the calls an ALLOW rule allows:
 an agent may then pass vault://secret/ID in their arguments, and the proxy
@@ -102,6 +107,7 @@ Examples:
 		fs.StringVar(&f.risk, "risk", "", "only tools of the `RISK` class; alone: that class's default")
 		fs.StringVar(&f.id, "id", "", "the rule's `ID` (replaces the rule with this id)")
 		fs.StringVar(&f.note, "note", "", "why, for people reading the policy")
+		fs.BoolVar(&f.observe, "observe", false, "put the rule in observe mode: its decision is recorded in receipts, not applied")
 		fs.Var(&f.secret, "secret", "bind the vault secret `ID` to the calls this ALLOW rule allows (repeatable)")
 		cs := &f.cs
 		fs.Var(argFlag{cs}, "arg", "start a constraint on the argument `ARG` (a name or a JSON pointer)")
@@ -397,6 +403,19 @@ func policyText(p *policy.Policy) []byte {
 		fmt.Fprintf(&b, "# Gatehouse policy version %d\n", p.Version)
 	}
 	fmt.Fprintf(&b, "# %s\n#\n", p.Hash())
+	var observed []string
+	for i := range p.Rules {
+		if p.Observed(&p.Rules[i]) {
+			observed = append(observed, p.Rules[i].ID)
+		}
+	}
+	switch {
+	case p.Mode == policy.Observe:
+		b.WriteString("# OBSERVE MODE: the whole policy observes. Its rules are not applied, only the\n")
+		b.WriteString("# defaults; receipts record what the rules would have decided.\n#\n")
+	case len(observed) > 0:
+		fmt.Fprintf(&b, "# OBSERVE MODE: %s: recorded in receipts, not applied.\n#\n", strings.Join(observed, ", "))
+	}
 	b.WriteString("# The most specific rule that applies decides: exact tool, tool glob, server-wide\n")
 	b.WriteString("# (mcp.SERVER.*), the default for the tool's risk class, the global default.\n")
 	b.WriteString("# Load an edited copy with: gatehouse policy import FILE\n\n")
@@ -500,6 +519,9 @@ func runPolicySet(ctx context.Context, c *cli, fs *flag.FlagSet, f *policySetFla
 		ID: f.id, Capability: target, Client: f.client, Risk: riskClass,
 		Args: cs.list, Decision: d, Note: f.note, Secrets: secretList(f.secret),
 	}
+	if f.observe {
+		rule.Mode = policy.Observe
+	}
 	for i, a := range rule.Args {
 		if a.Under == "" {
 			continue
@@ -552,7 +574,7 @@ func runPolicySet(ctx context.Context, c *cli, fs *flag.FlagSet, f *policySetFla
 func upsertRule(p *policy.Policy, r policy.Rule) {
 	if r.ID == "" {
 		for _, old := range p.Rules {
-			if sameScope(&old, &r) {
+			if sameScope(&old, &r) && old.Mode == r.Mode {
 				r.ID = old.ID
 				if r.Note == "" {
 					r.Note = old.Note
@@ -677,4 +699,62 @@ func secretList(ids listFlag) []string {
 		return nil
 	}
 	return ids
+}
+
+// policySuggestFlags are the flags of gatehouse policy suggest.
+type policySuggestFlags struct {
+	apply bool
+}
+
+var policySuggestCmd = &command{
+	name:    "policy suggest",
+	usage:   "NAME [--apply]",
+	summary: "print the rules server NAME's capability pack suggests, or add them",
+	help: `
+A server that matches a capability pack (see 'gatehouse server list') has
+rules the pack suggests for it: reads allowed inside the folders the server
+was given, writes, merges and deletions asked or denied. They are printed as
+policy text; --apply adds them to the policy (replacing rules of the same
+id), as one new version.`,
+	flags: flagged(func(fs *flag.FlagSet, f *policySuggestFlags) {
+		fs.BoolVar(&f.apply, "apply", false, "add the suggested rules to the policy")
+	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *policySuggestFlags, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("policy suggest: want exactly one server NAME")
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		srv, err := lookupServer(ctx, st, pos[0])
+		st.Close()
+		if err != nil {
+			return err
+		}
+		pack := policy.PackByRef(srv.Pack)
+		if pack == nil {
+			return withHint(fmt.Errorf("server %s matches no capability pack", srv.Name),
+				"its tools are classified by their names; set the rules you want with: gatehouse policy set")
+		}
+		rules := pack.SuggestedRules(srv.Name, srv.Args)
+		if len(rules) == 0 {
+			fmt.Fprintf(c.stderr, "gatehouse: capability pack %s suggests no rules for %s\n", pack.Ref(), srv.Name)
+			return nil
+		}
+		if !f.apply {
+			fmt.Fprintf(c.stdout, "# rules capability pack %s suggests for server %s\n# add them with: gatehouse policy suggest %s --apply\n\n", pack.Ref(), srv.Name, srv.Name)
+			_, err := c.stdout.Write(policy.FormatRules(rules))
+			return err
+		}
+		return c.changePolicy(ctx, func(p *policy.Policy) error {
+			for _, r := range rules {
+				p.Rules = append(slices.DeleteFunc(p.Rules, func(o policy.Rule) bool { return o.ID == r.ID }), r)
+			}
+			return nil
+		})
+	}),
 }

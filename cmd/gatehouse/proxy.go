@@ -324,6 +324,7 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 		Server:      srv.Name,
 		Client:      c.client,
 		Trusted:     srv.Trusted,
+		Pack:        policy.PackByRef(srv.Pack),
 		Confinement: c.confinement,
 		Quarantined: func(ctx context.Context) (bool, error) {
 			s, err := st.Server(ctx, srv.Name)

@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/confine"
 	"github.com/gatehouse-dev/gatehouse/gateway/downstream"
+	"github.com/gatehouse-dev/gatehouse/gateway/policy"
 	"github.com/gatehouse-dev/gatehouse/internal/shellwords"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
@@ -56,6 +57,7 @@ type confinementFlags struct {
 	confine, unconfinedOK     bool
 	read, write, net          listFlag
 	quarantine                bool
+	noQuarantine              bool // server add only
 	noConfine, noUnconfinedOK bool // server set only
 	clear                     bool // server set only
 }
@@ -154,10 +156,14 @@ Examples:
 		fs.StringVar(&f.clientID, "oauth-client-id", "", "the OAuth client `id` registered for Gatehouse, where the authorization server offers no dynamic registration")
 		fs.Var(&f.scopes, "oauth-scope", "ask for OAuth `scope` (repeatable; default: those the server names)")
 		declareConfinementFlags(fs, &f.confinement)
+		fs.BoolVar(&f.confinement.noQuarantine, "no-quarantine", false, "do not quarantine the server, whatever the home's setting (quarantine.new_servers)")
 	}, func(ctx context.Context, c *cli, fs *flag.FlagSet, f *serverAddFlags, args []string) error {
 		pos, err := parse(fs, args, 2)
 		if err != nil {
 			return err
+		}
+		if f.confinement.quarantine && f.confinement.noQuarantine {
+			return usagef("server add: --quarantine and --no-quarantine together")
 		}
 		remote := f.url
 		if remote != "" {
@@ -196,7 +202,7 @@ Examples:
 			}
 			srv.Env[k] = vault.Ref(srv.Name + "." + k)
 		}
-		return c.addServer(ctx, srv, secretEnv)
+		return c.addServer(ctx, srv, secretEnv, f.confinement.noQuarantine)
 	}),
 }
 
@@ -226,16 +232,22 @@ func (c *cli) addRemoteServer(ctx context.Context, f *serverAddFlags, pos []stri
 		}
 		srv.Headers[k] = vault.Ref(srv.Name + "." + k)
 	}
-	return c.addServer(ctx, srv, secretHeaders)
+	if f.confinement.quarantine {
+		srv.Quarantined = true
+	}
+	return c.addServer(ctx, srv, secretHeaders, f.confinement.noQuarantine)
 }
 
 // addServer registers srv, first asking for the values of its secrets
 // (named by the variables or headers that refer to them) and putting them
-// in the keychain.
-func (c *cli) addServer(ctx context.Context, srv store.Server, secretKeys []string) error {
+// in the keychain. Unless noQuarantine, a server no capability pack knows
+// is quarantined when the home's setting says so (it does by default).
+func (c *cli) addServer(ctx context.Context, srv store.Server, secretKeys []string, noQuarantine bool) error {
 	if err := srv.Validate(); err != nil {
 		return usagef("server add: %v", err)
 	}
+	pack := matchPack(&srv)
+	applyPackConfinement(&srv)
 	st, err := c.openStore(ctx)
 	if err != nil {
 		return err
@@ -244,6 +256,13 @@ func (c *cli) addServer(ctx context.Context, srv store.Server, secretKeys []stri
 	if _, err := st.Server(ctx, srv.Name); err == nil {
 		return withHint(fmt.Errorf("add server %s: %w", srv.Name, store.ErrExists),
 			"choose another name, or remove the old one first: gatehouse server remove %s", srv.Name)
+	}
+	settings, err := st.Settings(ctx)
+	if err != nil {
+		return err
+	}
+	if !noQuarantine && settings.QuarantineNewServers && pack == nil {
+		srv.Quarantined = true
 	}
 	if len(secretKeys) > 0 {
 		prompts := make([]string, len(secretKeys))
@@ -266,12 +285,56 @@ func (c *cli) addServer(ctx context.Context, srv store.Server, secretKeys []stri
 		}
 		return err
 	}
+	fmt.Fprintf(c.stderr, "gatehouse: added server %s%s\n", srv.Name, confinedNote(srv))
+	if srv.Quarantined {
+		fmt.Fprintf(c.stderr, "gatehouse: %s is in quarantine: each of its calls asks a person until you review it\nhint: look at its tools (gatehouse tools %s), set your rules, then: gatehouse server review %s\n", srv.Name, srv.Name, srv.Name)
+	}
+	if pack != nil {
+		fmt.Fprintf(c.stderr, "gatehouse: %s matches capability pack %s (%s): its tools are classified by the pack\n", srv.Name, pack.Ref(), pack.Name)
+		if len(pack.Rules) > 0 {
+			fmt.Fprintf(c.stderr, "hint: see the rules it suggests with: gatehouse policy suggest %s\n", srv.Name)
+		}
+		if !srv.Confine && srv.Transport == store.TransportStdio {
+			fmt.Fprintf(c.stderr, "hint: confine it as the pack suggests (%s) with: gatehouse server set %s --confine\n", pack.Confine.Note, srv.Name)
+		}
+	}
 	if srv.Auth == store.AuthOAuth {
-		fmt.Fprintf(c.stderr, "gatehouse: added server %s\nhint: sign in to it with: gatehouse server login %s\n", srv.Name, srv.Name)
+		fmt.Fprintf(c.stderr, "hint: sign in to it with: gatehouse server login %s\n", srv.Name)
 		return nil
 	}
-	fmt.Fprintf(c.stderr, "gatehouse: added server %s%s\nhint: check it with: gatehouse server test %s\n", srv.Name, confinedNote(srv), srv.Name)
+	fmt.Fprintf(c.stderr, "hint: check it with: gatehouse server test %s\n", srv.Name)
 	return nil
+}
+
+// matchPack records in srv the capability pack its command or URL runs, if
+// any, and returns it.
+func matchPack(srv *store.Server) *policy.Pack {
+	p := policy.MatchPack(srv.Command, srv.Args, srv.URL)
+	srv.Pack = ""
+	if p != nil {
+		srv.Pack = p.Ref()
+	}
+	return p
+}
+
+// applyPackConfinement adds to a confined srv what its pack says it needs:
+// the TCP ports it connects to, and the files named by the environment
+// variables it writes.
+func applyPackConfinement(srv *store.Server) {
+	p := policy.PackByRef(srv.Pack)
+	if p == nil || !srv.Confine || srv.Transport != store.TransportStdio {
+		return
+	}
+	for _, n := range p.Confine.Net {
+		if !slices.Contains(srv.AllowNet, n) {
+			srv.AllowNet = append(srv.AllowNet, n)
+		}
+	}
+	for _, k := range p.Confine.WriteEnv {
+		if v := srv.Env[k]; filepath.IsAbs(v) && !slices.Contains(srv.AllowWrite, v) {
+			srv.AllowWrite = append(srv.AllowWrite, v)
+		}
+	}
 }
 
 // secretRefs returns the references to secrets in srv's environment and
@@ -331,9 +394,13 @@ var serverListCmd = &command{
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		abi, _ := confine.ABI()
-		fmt.Fprintln(tw, "NAME\tTRANSPORT\tCONFINED\tCOMMAND OR URL")
+		fmt.Fprintln(tw, "NAME\tTRANSPORT\tPACK\tCONFINED\tCOMMAND OR URL")
 		for _, s := range servers {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Transport, confinedColumn(s, abi), commandLine(s))
+			pack := s.Pack
+			if pack == "" {
+				pack = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Transport, pack, confinedColumn(s, abi), commandLine(s))
 		}
 		return tw.Flush()
 	}),
@@ -373,6 +440,7 @@ func printServersJSON(w io.Writer, servers []store.Server) error {
 		AllowNet     []string  `json:"allowNet,omitempty"`
 		UnconfinedOK bool      `json:"unconfinedOK,omitempty"`
 		Quarantined  bool      `json:"quarantined,omitempty"`
+		Pack         string    `json:"pack,omitempty"` // the capability pack it matched: "filesystem@1"
 		CreatedAt    time.Time `json:"createdAt"`
 	}
 	abi, _ := confine.ABI()
@@ -383,7 +451,7 @@ func printServersJSON(w io.Writer, servers []store.Server) error {
 			EnvKeys: slices.Sorted(maps.Keys(s.Env)), Cwd: s.Cwd, URL: s.URL,
 			HeaderKeys: slices.Sorted(maps.Keys(s.Headers)), Trusted: s.Trusted,
 			Confined: confinedState(s, abi), AllowRead: s.AllowRead, AllowWrite: s.AllowWrite, AllowNet: s.AllowNet,
-			UnconfinedOK: s.UnconfinedOK, Quarantined: s.Quarantined, CreatedAt: s.CreatedAt})
+			UnconfinedOK: s.UnconfinedOK, Quarantined: s.Quarantined, Pack: s.Pack, CreatedAt: s.CreatedAt})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -642,6 +710,7 @@ A server to be confined does not start where confinement cannot be applied
 		if err := f.apply(&srv); err != nil {
 			return err
 		}
+		applyPackConfinement(&srv)
 		if err := st.UpdateServer(ctx, srv); err != nil {
 			return err
 		}
@@ -775,4 +844,48 @@ func (c *cli) signOut(ctx context.Context, st *store.Store, srv store.Server) {
 		return
 	}
 	fmt.Fprintf(c.stderr, "gatehouse: signed out of %s\n", srv.Name)
+}
+
+var serverQuarantineNewCmd = &command{
+	name:    "server quarantine-new",
+	usage:   "[on | off]",
+	summary: "say whether newly registered servers are quarantined until reviewed",
+	help: `
+With the setting on (the default), a server registered from now on, by
+'server add' or by governing a client's config, is in quarantine: each of
+its calls asks a person until you review it ('gatehouse server review
+NAME'). A server a capability pack knows (see 'gatehouse server list') is
+not: its tools are curated. 'server add --quarantine' and '--no-quarantine'
+decide for one server. Servers already registered keep their state.
+
+Without an argument, prints the setting.`,
+	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
+		pos, err := parse(fs, args, 0)
+		if err != nil {
+			return err
+		}
+		if len(pos) > 1 || len(pos) == 1 && pos[0] != "on" && pos[0] != "off" {
+			return usagef("server quarantine-new: want on, off, or nothing")
+		}
+		st, err := c.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if len(pos) == 1 {
+			if err := st.SetQuarantineNewServers(ctx, pos[0] == "on"); err != nil {
+				return err
+			}
+		}
+		s, err := st.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		state := "off"
+		if s.QuarantineNewServers {
+			state = "on"
+		}
+		fmt.Fprintf(c.stdout, "%s\n", state)
+		return nil
+	},
 }

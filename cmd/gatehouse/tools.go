@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/gate"
+	"github.com/gatehouse-dev/gatehouse/gateway/policy"
 )
 
 // toolsFlags are the flags of gatehouse tools.
@@ -56,7 +57,8 @@ func runTools(ctx context.Context, c *cli, fs *flag.FlagSet, f *toolsFlags, args
 	if err != nil {
 		return err
 	}
-	tools, err := gate.Tools(ctx, st, pol, srv.Name, srv.Trusted)
+	pack := policy.PackByRef(srv.Pack)
+	tools, err := gate.Tools(ctx, st, pol, srv.Name, srv.Trusted, pack)
 	if err != nil {
 		return err
 	}
@@ -69,6 +71,8 @@ func runTools(ctx context.Context, c *cli, fs *flag.FlagSet, f *toolsFlags, args
 			Name        string    `json:"name"`
 			Description string    `json:"description"`
 			Risk        string    `json:"risk"`
+			RiskWhy     []string  `json:"riskWhy"`
+			Pack        string    `json:"pack,omitempty"`
 			Decision    string    `json:"decision"`
 			Rule        string    `json:"rule"`
 			Pin         string    `json:"pin"`
@@ -77,7 +81,7 @@ func runTools(ctx context.Context, c *cli, fs *flag.FlagSet, f *toolsFlags, args
 		}
 		out := make([]tool, 0, len(tools))
 		for _, t := range tools {
-			j := tool{Name: t.Name, Description: t.Description, Risk: string(t.Risk), Decision: string(t.Decision),
+			j := tool{Name: t.Name, Description: t.Description, Risk: string(t.Risk), RiskWhy: t.RiskWhy, Pack: t.Pack, Decision: string(t.Decision),
 				Rule: t.Rule, Pin: string(t.Pin), PinnedAt: t.PinnedAt}
 			if t.Change != nil {
 				j.Change = &change{Accepted: t.Change.Old, Listed: t.Change.New}
@@ -92,10 +96,17 @@ func runTools(ctx context.Context, c *cli, fs *flag.FlagSet, f *toolsFlags, args
 		fmt.Fprintf(c.stderr, "gatehouse: server %s has listed no tools through Gatehouse yet\nhint: use it from a client through 'gatehouse proxy %s' (see 'gatehouse clients')\n", srv.Name, srv.Name)
 		return nil
 	}
+	if pack != nil {
+		fmt.Fprintf(c.stdout, "server %s: capability pack %s (%s): the tools it names are classified by it\n\n", srv.Name, pack.Ref(), pack.Name)
+	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tRISK\tDECISION\tRULE\tPIN")
+	fmt.Fprintln(tw, "TOOL\tRISK\tRISK FROM\tDECISION\tRULE\tPIN")
 	for _, t := range tools {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clean(t.Name), t.Risk, t.Decision, clean(t.Rule), pinText(t))
+		from := "name"
+		if t.Pack != "" {
+			from = "pack " + t.Pack
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clean(t.Name), t.Risk, from, t.Decision, clean(t.Rule), pinText(t))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

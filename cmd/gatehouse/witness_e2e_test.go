@@ -68,7 +68,7 @@ func cosigned(t *testing.T, home string) (int64, string) {
 func TestWitnessCosignsAProxysLog(t *testing.T) {
 	t.Setenv("GATEHOUSE_WITNESS_INTERVAL", "50ms")
 	logHome, witnessHome := t.TempDir(), t.TempDir()
-	gatehouse(t, logHome, "server", "add", "echo", "--", gatehouseBin, bench.ServeCommand)
+	gatehouse(t, logHome, "server", "add", "echo", "--no-quarantine", "--", gatehouseBin, bench.ServeCommand)
 	allow(t, logHome, "mcp.echo.*")
 	url, wkey, stop := startWitness(t, witnessHome)
 

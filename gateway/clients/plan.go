@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/policy"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/internal/tomltext"
 	"github.com/gatehouse-dev/gatehouse/vault"
@@ -125,7 +126,12 @@ func (m *Manager) PlanGovern(ctx context.Context, sel Selection) (*Plan, error) 
 	if err != nil {
 		return nil, err
 	}
-	n := &namer{m: m, ctx: ctx, regs: map[string]store.Server{}, imported: imported, recs: recs, pending: map[string]*candidate{}}
+	settings, err := m.st.Settings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := &namer{m: m, ctx: ctx, regs: map[string]store.Server{}, imported: imported, recs: recs, pending: map[string]*candidate{},
+		quarantineNew: settings.QuarantineNewServers}
 	for _, s := range servers {
 		n.regs[s.Name] = s
 	}
@@ -367,12 +373,16 @@ func (s slot) span(src *source) ([2]int, bool) {
 }
 
 type namer struct {
-	m        *Manager
-	ctx      context.Context
-	regs     map[string]store.Server
-	imported map[string][]string
-	recs     map[string]*record
-	pending  map[string]*candidate // registrations this plan makes
+	m    *Manager
+	ctx  context.Context
+	regs map[string]store.Server
+	// quarantineNew says a server governing registers is quarantined
+	// until reviewed, unless a capability pack knows it (the home's
+	// setting).
+	quarantineNew bool
+	imported      map[string][]string
+	recs          map[string]*record
+	pending       map[string]*candidate // registrations this plan makes
 }
 
 func (n *namer) forget(ep *entryPlan) {
@@ -517,6 +527,20 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 			res.Skipped = fmt.Sprintf("cannot register it: %v", err)
 			delete(n.pending, name)
 			return nil, nil
+		}
+		// The capability pack is matched whenever governing writes the
+		// registration: its command may have changed.
+		reg.Pack = ""
+		if p := policy.MatchPack(reg.Command, reg.Args, reg.URL); p != nil {
+			reg.Pack = p.Ref()
+		}
+		if mode == assignUpdate {
+			// What the user decided about the server stays.
+			old := n.regs[name]
+			reg.Trusted, reg.Quarantined = old.Trusted, old.Quarantined
+			reg.Confine, reg.AllowRead, reg.AllowWrite, reg.AllowNet, reg.UnconfinedOK = old.Confine, old.AllowRead, old.AllowWrite, old.AllowNet, old.UnconfinedOK
+		} else {
+			reg.Quarantined = n.quarantineNew && reg.Pack == ""
 		}
 		ep.reg = &reg
 		for _, s := range ep.secrets {

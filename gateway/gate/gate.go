@@ -71,6 +71,9 @@ type Config struct {
 	// empty means it is never paused.
 	Home    string
 	Trusted bool // the user trusts the server's annotations
+	// Pack is the capability pack the server matched when it was
+	// registered (nil: none): it classifies the tools it names.
+	Pack *policy.Pack
 	// Quarantined reports whether the server still awaits the user's
 	// review (read at every call: a review made elsewhere applies at
 	// once). Until then, a call the policy allows asks a person first.
@@ -188,7 +191,7 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		return nil, fmt.Errorf("read the policy: %w", err)
 	}
 	pc := policy.Call{Server: g.cfg.Server, Tool: c.Tool, Client: c.Client.Name, Args: c.Arguments,
-		Known: c.Definition != nil, Trusted: g.cfg.Trusted}
+		Known: c.Definition != nil, Trusted: g.cfg.Trusted, Pack: g.cfg.Pack}
 	if g.cfg.LocalFiles {
 		pc.ResolvePath = RealPath
 	}
@@ -316,6 +319,9 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 	}
 	if g.cfg.Program != nil {
 		r.Program = g.cfg.Program(c)
+	}
+	if o := res.Observed; o != nil && o.Rule != d.rule {
+		r.Observed = &entry.Observed{Decision: string(o.Decision), Rule: o.Rule}
 	}
 	// A decision that was made is written even if the client has given up.
 	decided := time.Now()

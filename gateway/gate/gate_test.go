@@ -508,7 +508,7 @@ func TestToolsListed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		list, err := Tools(ctx, h.g.cfg.Pins, pol, "files", false)
+		list, err := Tools(ctx, h.g.cfg.Pins, pol, "files", false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

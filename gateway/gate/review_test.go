@@ -19,7 +19,7 @@ func (h *harness) held(v2 *gateway.Tool) ToolStatus {
 		h.t.Fatal(err)
 	}
 	h.g.ToolsListed(ctx, []*gateway.Tool{v2})
-	ts, err := Tools(ctx, h.g.cfg.Pins, pol, "files", false)
+	ts, err := Tools(ctx, h.g.cfg.Pins, pol, "files", false, nil)
 	if err != nil || len(ts) != 1 {
 		h.t.Fatalf("Tools = %v, %v", ts, err)
 	}

@@ -31,6 +31,8 @@ type ToolStatus struct {
 	Name        string
 	Description string // as the server last listed it
 	Risk        policy.Risk
+	RiskWhy     []string        // the reasons for Risk ([policy.ClassifyIn]), in the order they were weighed
+	Pack        string          // the pack that classified it ("filesystem@1"); empty when its name did
 	Decision    policy.Decision // for a call with no arguments from any client
 	Rule        string          // the rule that decides it
 	Pin         PinState
@@ -44,8 +46,9 @@ type ToolStatus struct {
 // Tools returns the tools server has listed through a proxy of this home
 // (each is pinned when first listed), sorted by name, with their risk, the
 // policy's decision and their pin state. trusted says whether the user trusts
-// the server's annotations.
-func Tools(ctx context.Context, db receipts.Migrator, pol *policy.Policy, server string, trusted bool) ([]ToolStatus, error) {
+// the server's annotations; pack is the capability pack it matched (nil:
+// none).
+func Tools(ctx context.Context, db receipts.Migrator, pol *policy.Policy, server string, trusted bool, pack *policy.Pack) ([]ToolStatus, error) {
 	if err := db.Migrate(ctx, "gate", migrations); err != nil {
 		return nil, fmt.Errorf("read tools of %s: %w", server, err)
 	}
@@ -76,7 +79,7 @@ func Tools(ctx context.Context, db receipts.Migrator, pol *policy.Policy, server
 		var p pinned
 		_ = json.Unmarshal(listed, &p) // canonical JSON this package wrote
 		ts.Description = p.Description
-		call := policy.Call{Server: server, Tool: name, Known: true, Trusted: trusted}
+		call := policy.Call{Server: server, Tool: name, Known: true, Trusted: trusted, Pack: pack}
 		var ann gateway.Annotations
 		if len(p.Annotations) > 0 && json.Unmarshal(p.Annotations, &ann) == nil {
 			call.Annotations = &policy.Annotations{ReadOnly: ann.ReadOnlyHint, Destructive: ann.DestructiveHint,
@@ -84,6 +87,10 @@ func Tools(ctx context.Context, db receipts.Migrator, pol *policy.Policy, server
 		}
 		res := pol.Decide(call)
 		ts.Risk, ts.Decision, ts.Rule = res.Risk, res.Decision, res.Rule
+		_, ts.RiskWhy = policy.ClassifyIn(pack, name, call.Annotations, trusted)
+		if _, ok := pack.Tool(name); ok {
+			ts.Pack = pack.Ref()
+		}
 		switch {
 		case ts.Pin == Changed && ts.Rejected && ts.Decision != policy.Deny:
 			ts.Decision, ts.Rule = policy.Deny, "pin:rejected"

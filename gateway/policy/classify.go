@@ -57,9 +57,33 @@ var connectors = map[string]bool{"and": true, "then": true, "or": true, "also": 
 // openWorldHint true: at least medium), but lower it only when the server is
 // trusted (readOnlyHint true: low). An absent hint is no evidence either way.
 func Classify(tool string, ann *Annotations, trusted bool) (Risk, []string) {
-	risk, reasons := nameRisk(tool)
+	return ClassifyIn(nil, tool, ann, trusted)
+}
+
+// ClassifyIn is [Classify] for a tool of a server that matches capability
+// pack p (nil: none). A tool the pack names takes the pack's class instead
+// of its name's; a tool it does not name is classified by its name.
+// Annotations weigh as in Classify either way.
+func ClassifyIn(p *Pack, tool string, ann *Annotations, trusted bool) (Risk, []string) {
+	var (
+		risk    Risk
+		reasons []string
+		known   bool
+	)
+	if p != nil {
+		var why string
+		if risk, why, known = p.classify(tool); known {
+			reasons = []string{why}
+		}
+	}
+	if !known {
+		risk, reasons = nameRisk(tool)
+		if p != nil {
+			reasons = append([]string{fmt.Sprintf("pack %s does not name this tool: classified by its name", p.Ref())}, reasons...)
+		}
+	}
 	ascii := isASCII(tool)
-	if !ascii {
+	if !ascii && !known {
 		if plain := skeleton(tool); plain != tool {
 			r, why := nameRisk(plain)
 			if r.rank() > risk.rank() {

@@ -17,6 +17,15 @@ type Result struct {
 	// Explanation is the decision step by step, for people: the call and
 	// its risk, each rule and whether it applies, and why the winner won.
 	Explanation []string
+	// Observed is what a rule in observe mode would have decided, when it
+	// would have won: recorded, not applied. Nil otherwise.
+	Observed *Observation
+}
+
+// An Observation is the decision a rule in observe mode would have made.
+type Observation struct {
+	Decision Decision
+	Rule     string
 }
 
 // Steps of the specificity ladder, from least to most specific.
@@ -89,6 +98,7 @@ type candidate struct {
 	id       string
 	decision Decision
 	spec     specificity
+	observed bool // a rule in observe mode
 }
 
 // better reports whether a wins over b: more specific, or as specific and
@@ -109,7 +119,7 @@ func (a *candidate) better(b *candidate) bool {
 // Decide never fails: a decision that is not valid (in a policy that does not
 // pass [Policy.Validate]) counts as APPROVAL_REQUIRED.
 func (p *Policy) Decide(c Call) Result {
-	risk, reasons := Classify(c.Tool, c.Annotations, c.Trusted)
+	risk, reasons := ClassifyIn(c.Pack, c.Tool, c.Annotations, c.Trusted)
 	res := Result{Risk: risk}
 	say := func(format string, args ...any) {
 		res.Explanation = append(res.Explanation, fmt.Sprintf(format, args...))
@@ -144,8 +154,13 @@ func (p *Policy) Decide(c Call) Result {
 			say("rule %s (%s): does not apply: %s", r.ID, r.summary(), why)
 			continue
 		}
-		say("rule %s (%s): applies, as %s", r.ID, r.summary(), why)
-		cands = append(cands, candidate{id: r.ID, decision: r.Decision, spec: spec})
+		observed := p.Observed(r)
+		mode := ""
+		if observed {
+			mode = " in observe mode"
+		}
+		say("rule %s%s (%s): applies, as %s", r.ID, mode, r.summary(), why)
+		cands = append(cands, candidate{id: r.ID, decision: r.Decision, spec: spec, observed: observed})
 	}
 	if d, ok := p.Defaults[risk]; ok {
 		say("default for %s risk: %s", risk, d)
@@ -156,16 +171,28 @@ func (p *Policy) Decide(c Call) Result {
 	say("global default: %s", p.Default)
 	cands = append(cands, candidate{id: "default", decision: p.Default, spec: specificity{tier: tierGlobal}})
 
-	win := 0
-	for i := range cands {
-		if cands[i].better(&cands[win]) {
-			win = i
+	// The winner among every candidate, and the one applied: the winner
+	// among those not in observe mode. The defaults are never observed, so
+	// there is always one; and removing candidates never unseats a winner,
+	// so a rule not observed that wins with every rule in play (a DENY,
+	// say) is applied whatever rules observe.
+	best := func(skipObserved bool) int {
+		win := -1
+		for i := range cands {
+			if skipObserved && cands[i].observed {
+				continue
+			}
+			if win < 0 || cands[i].better(&cands[win]) {
+				win = i
+			}
 		}
+		return win
 	}
+	all, win := best(false), best(true)
 	w := &cands[win]
 	runner := -1
 	for i := range cands {
-		if i != win && (runner < 0 || cands[i].better(&cands[runner])) {
+		if i != win && !cands[i].observed && (runner < 0 || cands[i].better(&cands[runner])) {
 			runner = i
 		}
 	}
@@ -190,6 +217,18 @@ func (p *Policy) Decide(c Call) Result {
 		d = ApprovalRequired
 	}
 	res.Decision, res.Rule = d, w.id
+	if all != win {
+		o := &cands[all]
+		od := o.decision
+		if !od.Valid() {
+			od = ApprovalRequired
+		}
+		if !c.Known && od == Allow && o.spec.tier != tierTool {
+			od = ApprovalRequired
+		}
+		res.Observed = &Observation{Decision: od, Rule: o.id}
+		say("rule %s is in observe mode: it would have decided %s, over %s; that is recorded, not applied", o.id, od, w.id)
+	}
 	say("decision: %s", d)
 	return res
 }

@@ -67,6 +67,12 @@ func Parse(data []byte) (*Policy, error) {
 	for _, k := range slices.Sorted(maps.Keys(doc)) {
 		v := doc[k]
 		switch k {
+		case "mode":
+			m, err := parseMode(v)
+			if err != nil {
+				return nil, fail(-1, k, "mode: %v", err)
+			}
+			p.Mode = m
 		case "default":
 			s, ok := v.(string)
 			if !ok {
@@ -132,7 +138,7 @@ func Parse(data []byte) (*Policy, error) {
 				p.Budgets = append(p.Budgets, b)
 			}
 		default:
-			return nil, fail(-1, k, "unknown setting %q (want default, [defaults], [[rule]] or [[budget]])", k)
+			return nil, fail(-1, k, "unknown setting %q (want default, mode, [defaults], [[rule]] or [[budget]])", k)
 		}
 	}
 	if pr := p.validate(); pr != nil {
@@ -172,6 +178,10 @@ func parseRule(t map[string]any, fail func(key, format string, args ...any) erro
 			r.Client, err = str(k)
 		case "note":
 			r.Note, err = str(k)
+		case "mode":
+			if r.Mode, err = parseMode(t[k]); err != nil {
+				err = fail(k, "%s: mode: %v", name, err)
+			}
 		case "secrets":
 			list, ok := t[k].([]any)
 			if !ok {
@@ -375,6 +385,9 @@ func (p *Policy) Format() []byte {
 		d = ApprovalRequired
 	}
 	fmt.Fprintf(&b, "default = %s\n", tomltext.Quote(canonDecision(d)))
+	if p.Mode != Enforce {
+		fmt.Fprintf(&b, "mode = %s\n", tomltext.Quote(string(p.Mode)))
+	}
 	if len(p.Defaults) > 0 {
 		b.WriteString("\n[defaults]\n")
 		for _, r := range Risks {
@@ -383,47 +396,8 @@ func (p *Policy) Format() []byte {
 			}
 		}
 	}
-	for _, r := range p.Rules {
-		b.WriteString("\n[[rule]]\n")
-		field := func(key, value string) {
-			if value != "" {
-				fmt.Fprintf(&b, "%s = %s\n", key, tomltext.Quote(value))
-			}
-		}
-		field("id", r.ID)
-		field("capability", r.Capability)
-		field("client", r.Client)
-		field("risk", strings.ToLower(string(r.Risk)))
-		field("decision", canonDecision(r.Decision))
-		field("note", r.Note)
-		if len(r.Secrets) > 0 {
-			quoted := make([]string, len(r.Secrets))
-			for i, id := range r.Secrets {
-				quoted[i] = tomltext.Quote(id)
-			}
-			fmt.Fprintf(&b, "secrets = [%s]\n", strings.Join(quoted, ", "))
-		}
-		if len(r.Args) > 0 {
-			b.WriteString("args = [\n")
-			for _, a := range r.Args {
-				var kv []string
-				add := func(key, value string) {
-					if value != "" {
-						kv = append(kv, key+" = "+tomltext.Quote(value))
-					}
-				}
-				under := a.Under
-				if clean, err := cleanUnder(under); err == nil {
-					under = clean
-				}
-				add("arg", a.Arg)
-				add("under", under)
-				add("equals", a.Equals)
-				add("matches", a.Matches)
-				fmt.Fprintf(&b, "  { %s },\n", strings.Join(kv, ", "))
-			}
-			b.WriteString("]\n")
-		}
+	for i := range p.Rules {
+		formatRule(&b, &p.Rules[i])
 	}
 	var budgets strings.Builder
 	for _, bu := range p.Budgets {
@@ -431,6 +405,76 @@ func (p *Policy) Format() []byte {
 	}
 	b.WriteString(budgets.String())
 	return b.Bytes()
+}
+
+// FormatRules returns rules as [[rule]] tables of the canonical text, as
+// [Policy.Format] writes them.
+func FormatRules(rules []Rule) []byte {
+	var b bytes.Buffer
+	for i := range rules {
+		formatRule(&b, &rules[i])
+	}
+	return bytes.TrimPrefix(b.Bytes(), []byte("\n"))
+}
+
+func formatRule(b *bytes.Buffer, r *Rule) {
+	b.WriteString("\n[[rule]]\n")
+	field := func(key, value string) {
+		if value != "" {
+			fmt.Fprintf(b, "%s = %s\n", key, tomltext.Quote(value))
+		}
+	}
+	field("id", r.ID)
+	field("capability", r.Capability)
+	field("client", r.Client)
+	field("risk", strings.ToLower(string(r.Risk)))
+	field("decision", canonDecision(r.Decision))
+	field("mode", string(r.Mode))
+	field("note", r.Note)
+	if len(r.Secrets) > 0 {
+		quoted := make([]string, len(r.Secrets))
+		for i, id := range r.Secrets {
+			quoted[i] = tomltext.Quote(id)
+		}
+		fmt.Fprintf(b, "secrets = [%s]\n", strings.Join(quoted, ", "))
+	}
+	if len(r.Args) > 0 {
+		b.WriteString("args = [\n")
+		for _, a := range r.Args {
+			var kv []string
+			add := func(key, value string) {
+				if value != "" {
+					kv = append(kv, key+" = "+tomltext.Quote(value))
+				}
+			}
+			under := a.Under
+			if clean, err := cleanUnder(under); err == nil {
+				under = clean
+			}
+			add("arg", a.Arg)
+			add("under", under)
+			add("equals", a.Equals)
+			add("matches", a.Matches)
+			fmt.Fprintf(b, "  { %s },\n", strings.Join(kv, ", "))
+		}
+		b.WriteString("]\n")
+	}
+}
+
+// parseMode reads a mode: "observe", or "enforce" (the default, written
+// as no mode at all).
+func parseMode(v any) (Mode, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("want a string (observe or enforce), not %s", tomlType(v))
+	}
+	switch strings.ToLower(s) {
+	case "observe":
+		return Observe, nil
+	case "enforce":
+		return Enforce, nil
+	}
+	return "", fmt.Errorf("unknown mode %q (want observe or enforce)", s)
 }
 
 func canonDecision(d Decision) string {

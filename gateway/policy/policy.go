@@ -186,6 +186,9 @@ type Call struct {
 	Annotations *Annotations    // as the server listed them; nil when it gave none
 	Known       bool            // the tool was in the server's tools/list
 	Trusted     bool            // the user marked the server trusted
+	// Pack is the capability pack the server matched when it was
+	// registered (nil: none): the tools it names are classified by it.
+	Pack *Pack
 	// ResolvePath, when set, follows symbolic links in a path argument
 	// (the real path of its longest existing part, with the rest
 	// appended): an Under constraint then holds only when both the path as
@@ -234,6 +237,9 @@ type Rule struct {
 	Args     []ArgConstraint
 	Decision Decision
 	Note     string // why, for people
+	// Mode is Enforce (empty), or Observe: the rule's decision is
+	// recorded, not applied (see [Policy.Decide]).
+	Mode Mode
 	// Secrets are the ids of vault secrets this rule binds to the calls it
 	// allows: an agent may pass vault://secret/<id> in their arguments, and
 	// the proxy resolves it just before the call. ALLOW rules only.
@@ -283,6 +289,16 @@ type ArgConstraint struct {
 	Matches string
 }
 
+// A Mode says whether a rule, or a whole policy, is applied or only
+// observed.
+type Mode string
+
+// Modes.
+const (
+	Enforce Mode = ""        // applied
+	Observe Mode = "observe" // recorded, not applied: a shadow rollout
+)
+
 // A Policy is a set of rules with defaults.
 type Policy struct {
 	// Version is the stored version this policy was read from (0: none, or
@@ -292,7 +308,14 @@ type Policy struct {
 	Defaults map[Risk]Decision // by risk class; a class not here falls to Default
 	Default  Decision          // the global default
 	Budgets  []Budget          // caps on calls that run, whatever the rules say
+	// Mode Observe puts every rule in observe mode; the defaults (by risk
+	// class, and global) still apply.
+	Mode Mode
 }
+
+// Observed reports whether rule r is in observe mode, by its own mode or
+// the policy's.
+func (p *Policy) Observed(r *Rule) bool { return p.Mode == Observe || r.Mode == Observe }
 
 // Default returns the built-in policy: reads are allowed, everything else
 // asks.
@@ -368,6 +391,9 @@ func (p *Policy) Validate() error {
 }
 
 func (p *Policy) validate() *problem {
+	if p.Mode != Enforce && p.Mode != Observe {
+		return &problem{rule: -1, key: "mode", msg: fmt.Sprintf("mode: unknown mode %q (want observe, or none)", p.Mode)}
+	}
 	if !p.Default.Valid() {
 		return &problem{rule: -1, key: "default", msg: fmt.Sprintf("default: unknown decision %q (want ALLOW, DENY or APPROVAL_REQUIRED)", p.Default)}
 	}
@@ -453,6 +479,12 @@ func (r *Rule) validate(i int) *problem {
 			return bad("decision", "no decision (ALLOW, DENY or APPROVAL_REQUIRED)")
 		}
 		return bad("decision", "unknown decision %q (want ALLOW, DENY or APPROVAL_REQUIRED)", r.Decision)
+	}
+	if r.Mode != Enforce && r.Mode != Observe {
+		return bad("mode", "unknown mode %q (want observe, or none)", r.Mode)
+	}
+	if r.Mode == Observe && len(r.Secrets) > 0 {
+		return bad("secrets", "a rule in observe mode binds no secrets: it allows nothing")
 	}
 	if err := validateText(r.Note, true); err != nil {
 		return bad("note", "note: %v", err)

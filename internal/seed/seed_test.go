@@ -57,7 +57,7 @@ func TestHome(t *testing.T) {
 		t.Errorf("decisions = %v, want some allowed and some denied", decisions)
 	}
 	pol := Policy()
-	tools, err := gate.Tools(ctx, st, pol, "github", false)
+	tools, err := gate.Tools(ctx, st, pol, "github", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

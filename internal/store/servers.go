@@ -70,8 +70,12 @@ type Server struct {
 	// Quarantined holds every call to the server for a person's approval
 	// until the user reviews it (gatehouse server review).
 	Quarantined bool
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Pack is the capability pack the server matched when it was
+	// registered, or when its command or URL last changed ("filesystem@1";
+	// empty: none). Its tools are classified by the pack.
+	Pack      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // nameRE is what a server name may be: it becomes part of capability names
@@ -172,9 +176,9 @@ func (st *Store) AddServer(ctx context.Context, s Server) error {
 	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	_, err = st.db.ExecContext(ctx, `INSERT INTO servers (name, transport, command, args, env, cwd, url, headers, trusted,
-		confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, auth, oauth_client_id, oauth_scopes, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
-		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined, s.Auth, s.OAuthClientID, string(scopes), now, now)
+		confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, auth, oauth_client_id, oauth_scopes, pack, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.Name, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
+		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined, s.Auth, s.OAuthClientID, string(scopes), s.Pack, now, now)
 	var serr *sqlite.Error
 	if errors.As(err, &serr) && serr.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
 		return fmt.Errorf("add server %s: %w", s.Name, ErrExists)
@@ -216,9 +220,9 @@ func (st *Store) UpdateServer(ctx context.Context, s Server) error {
 	}
 	res, err := st.db.ExecContext(ctx, `UPDATE servers SET transport = ?, command = ?, args = ?, env = ?, cwd = ?, url = ?, headers = ?, trusted = ?,
 		confine = ?, allow_read = ?, allow_write = ?, allow_net = ?, unconfined_ok = ?, quarantined = ?,
-		auth = ?, oauth_client_id = ?, oauth_scopes = ?, updated_at = ?
+		auth = ?, oauth_client_id = ?, oauth_scopes = ?, pack = ?, updated_at = ?
 		WHERE name = ?`, s.Transport, s.Command, string(args), string(env), s.Cwd, s.URL, string(headers), s.Trusted,
-		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined, s.Auth, s.OAuthClientID, string(scopes),
+		s.Confine, c.read, c.write, c.net, s.UnconfinedOK, s.Quarantined, s.Auth, s.OAuthClientID, string(scopes), s.Pack,
 		time.Now().UTC().Format(time.RFC3339Nano), s.Name)
 	if err != nil {
 		return fmt.Errorf("update server %s: %w", s.Name, err)
@@ -277,7 +281,7 @@ func (st *Store) RemoveServer(ctx context.Context, name string) error {
 }
 
 const serverColumns = `name, transport, command, args, env, cwd, url, headers, trusted,
-	confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, auth, oauth_client_id, oauth_scopes, created_at, updated_at`
+	confine, allow_read, allow_write, allow_net, unconfined_ok, quarantined, auth, oauth_client_id, oauth_scopes, pack, created_at, updated_at`
 
 // confinement holds a server's confinement lists as the columns store them.
 type confinement struct{ read, write, net string }
@@ -309,7 +313,7 @@ func scanServer(row scanner) (Server, error) {
 		created, updated string
 	)
 	if err := row.Scan(&s.Name, &s.Transport, &s.Command, &args, &env, &s.Cwd, &s.URL, &headers, &s.Trusted,
-		&s.Confine, &c.read, &c.write, &c.net, &s.UnconfinedOK, &s.Quarantined, &s.Auth, &s.OAuthClientID, &scopes, &created, &updated); err != nil {
+		&s.Confine, &c.read, &c.write, &c.net, &s.UnconfinedOK, &s.Quarantined, &s.Auth, &s.OAuthClientID, &scopes, &s.Pack, &created, &updated); err != nil {
 		return Server{}, err
 	}
 	for _, f := range []struct {

@@ -25,6 +25,11 @@ type Settings struct {
 	// LogLevel is the level of the log Gatehouse processes write to
 	// [Store.LogPath] and stderr. Nil means their default (info).
 	LogLevel *slog.Level
+	// QuarantineNewServers says a server registered from now on (by
+	// `gatehouse server add` or by governing a client) is quarantined
+	// until the user reviews it, unless a capability pack knows it. On
+	// unless set off.
+	QuarantineNewServers bool
 	// Problems lists settings whose stored value could not be read, and
 	// were taken as unset.
 	Problems []string
@@ -34,6 +39,8 @@ type Settings struct {
 const (
 	SettingApprovalWait = "approval.wait" // a Go duration: "45s"
 	SettingLogLevel     = "log.level"     // debug, info, warn or error
+	// SettingQuarantineNewServers is "on" or "off"; unset means on.
+	SettingQuarantineNewServers = "quarantine.new_servers"
 )
 
 // Bounds of [Settings.ApprovalWait]. Below the minimum a person cannot read
@@ -49,7 +56,7 @@ var ErrInvalidSetting = errors.New("invalid setting")
 
 // Settings reads every setting.
 func (st *Store) Settings(ctx context.Context) (Settings, error) {
-	var s Settings
+	s := Settings{QuarantineNewServers: true}
 	rows, err := st.db.QueryContext(ctx, `SELECT key, value FROM settings`)
 	if err != nil {
 		return s, fmt.Errorf("read settings: %w", err)
@@ -75,6 +82,16 @@ func (st *Store) Settings(ctx context.Context) (Settings, error) {
 				continue
 			}
 			s.LogLevel = &l
+		case SettingQuarantineNewServers:
+			switch v {
+			case "on":
+				s.QuarantineNewServers = true
+			case "off":
+				s.QuarantineNewServers = false
+			default:
+				// Unreadable: the safe side, which is the default.
+				s.Problems = append(s.Problems, fmt.Sprintf("%s = %q: not on or off", k, v))
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -107,6 +124,16 @@ func (st *Store) SetLogLevel(ctx context.Context, l *slog.Level) error {
 		return fmt.Errorf("set log level: %w: %v is not debug, info, warn or error", ErrInvalidSetting, *l)
 	}
 	return st.set(ctx, SettingLogLevel, strings.ToLower(l.String()))
+}
+
+// SetQuarantineNewServers sets whether servers registered from now on are
+// quarantined until reviewed (those a capability pack knows are not).
+// Servers already registered keep their state.
+func (st *Store) SetQuarantineNewServers(ctx context.Context, on bool) error {
+	if on {
+		return st.unset(ctx, SettingQuarantineNewServers)
+	}
+	return st.set(ctx, SettingQuarantineNewServers, "off")
 }
 
 func (st *Store) set(ctx context.Context, key, value string) error {

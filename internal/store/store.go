@@ -327,4 +327,7 @@ var storeMigrations = []string{
 	`ALTER TABLE servers ADD COLUMN auth TEXT NOT NULL DEFAULT '';
 	ALTER TABLE servers ADD COLUMN oauth_client_id TEXT NOT NULL DEFAULT '';
 	ALTER TABLE servers ADD COLUMN oauth_scopes TEXT NOT NULL DEFAULT '[]'`,
+	// 8: the capability pack a server matched when it was registered
+	// ("filesystem@1"; empty: none).
+	`ALTER TABLE servers ADD COLUMN pack TEXT NOT NULL DEFAULT ''`,
 }

@@ -48,6 +48,12 @@ type Receipt struct {
 	// Absent for an agent's own calls, and in receipts written before
 	// programs existed.
 	Program *Program `json:"program,omitempty"`
+
+	// Observed is what a policy rule in observe mode would have decided,
+	// had it been applied: a rule other than Rule. Absent when no rule in
+	// observe mode would have won, and in receipts written before rules
+	// could observe.
+	Observed *Observed `json:"observed,omitempty"`
 }
 
 // Program names the step of a governed program a call was made for.
@@ -57,6 +63,13 @@ type Program struct {
 	Trace string `json:"trace"` // the run's trace id
 	Step  string `json:"step"`  // the step's name in the program
 	Seq   int    `json:"seq"`   // the step's place in the run, from 1
+}
+
+// Observed records the decision a rule in observe mode would have made on
+// a call; the call was decided without it.
+type Observed struct {
+	Decision string `json:"decision"` // Allow, Deny, ApprovalRequired
+	Rule     string `json:"rule"`     // the rule in observe mode
 }
 
 // Confinement records whether the server that runs a call was confined, and

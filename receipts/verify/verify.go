@@ -862,6 +862,7 @@ func checkBody(body any) error {
 			checkApprover(b.Approver),
 			checkConfinement(b.Confinement),
 			checkProgram(b.Program),
+			checkObserved(b),
 		); err != nil {
 			return err
 		}
@@ -1061,6 +1062,24 @@ func checkProgram(p *entry.Program) error {
 		return fmt.Errorf("a program step's seq %d is not 1 or more", p.Seq)
 	}
 	return sha256Hex("program hash", p.Hash, false)
+}
+
+// checkObserved checks what a receipt says a rule in observe mode would
+// have decided: a valid decision, by a named rule other than the one that
+// decided the call.
+func checkObserved(b *entry.Receipt) error {
+	o := b.Observed
+	switch {
+	case o == nil:
+		return nil
+	case o.Decision != entry.Allow && o.Decision != entry.Deny && o.Decision != entry.ApprovalRequired:
+		return fmt.Errorf("observed decision %q is not ALLOW, DENY or APPROVAL_REQUIRED", o.Decision)
+	case o.Rule == "":
+		return errors.New("observed rule must not be empty")
+	case o.Rule == b.Rule:
+		return fmt.Errorf("observed rule %q is the rule that decided the call: an observed rule is not applied", o.Rule)
+	}
+	return nil
 }
 
 // approverVias are the ways an approver may say it took an answer.

@@ -1127,6 +1127,21 @@ func TestFieldRules(t *testing.T) {
 			r.Confinement = &entry.Confinement{ABI: 7}
 			return l.AppendReceipt(ctx, r, nil)
 		}, "an unconfined server's receipt names"},
+		{"an observed rule that decided the call", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Observed = &entry.Observed{Decision: entry.Deny, Rule: r.Rule}
+			return l.AppendReceipt(ctx, r, nil)
+		}, "is the rule that decided the call"},
+		{"an observed decision that is not one", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Observed = &entry.Observed{Decision: "BLOCK", Rule: "shadow"}
+			return l.AppendReceipt(ctx, r, nil)
+		}, `observed decision "BLOCK"`},
+		{"an observed decision without its rule", func(l *receipts.Log) (*entry.Entry, error) {
+			r := receipt("files", "read_file", entry.Allow)
+			r.Observed = &entry.Observed{Decision: entry.Deny}
+			return l.AppendReceipt(ctx, r, nil)
+		}, "observed rule must not be empty"},
 		{"a negative duration", func(l *receipts.Log) (*entry.Entry, error) {
 			r, err := l.AppendReceipt(ctx, receipt("files", "read_file", entry.Allow), nil)
 			if err != nil {

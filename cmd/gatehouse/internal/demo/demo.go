@@ -180,7 +180,7 @@ func (d *walk) run() {
 	descriptions := filepath.Join(d.dir, "descriptions.json")
 
 	d.heading("Register a server, and the credential it needs")
-	args := append([]string{"server", "add", serverName, "--secret-env", secretEnv, "--"}, d.cfg.Server...)
+	args := append([]string{"server", "add", serverName, "--no-quarantine", "--secret-env", secretEnv, "--"}, d.cfg.Server...)
 	args = append(args, "--tools", tools, "--descriptions", descriptions)
 	if _, ok := d.must(d.secret+"\n", args...); !ok {
 		return

@@ -25,6 +25,7 @@ func Cases() []Case { return append(evalCases(), faultCases()...) }
 func evalCases() []Case {
 	var cases []Case
 	cases = append(cases, policyCases()...)
+	cases = append(cases, observeCases()...)
 	cases = append(cases, budgetCases()...)
 	cases = append(cases, secretCases()...)
 	cases = append(cases, evidenceCases()...)

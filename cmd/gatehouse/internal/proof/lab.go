@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -124,7 +125,14 @@ func (l *Lab) Must(ctx context.Context, args ...string) error {
 // AddServer registers the adversary as server name: `gatehouse server add
 // name addFlags... -- gatehouse adversary-server --record RECORD
 // serverFlags...`. stdin feeds --secret-env values.
+//
+// Unless addFlags hold --quarantine, the server is registered with
+// --no-quarantine: a lab's cases test what their policy decides, and the
+// containment family tests quarantine itself.
 func (l *Lab) AddServer(ctx context.Context, name, stdin string, addFlags []string, serverFlags ...string) error {
+	if !slices.Contains(addFlags, "--quarantine") {
+		addFlags = append([]string{"--no-quarantine"}, addFlags...)
+	}
 	args := append([]string{"server", "add", name}, addFlags...)
 	args = append(args, "--", l.Bin, adversary.Command, "--record", l.Record)
 	args = append(args, serverFlags...)
@@ -214,6 +222,7 @@ type Entry struct {
 		Receipt    string          `json:"receipt"`
 		Status     string          `json:"status"`
 		Redactions []entry.Finding `json:"redactions"`
+		Observed   *entry.Observed `json:"observed"`
 	} `json:"body"`
 }
 
