@@ -278,6 +278,17 @@ type roundTrip struct {
 
 var roundTrips = []roundTrip{
 	{
+		name: "claude code, sign-in with OAuth and mcp-remote", goos: "linux", client: ClaudeCode, fixture: "claude_oauth.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".claude.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"wrapNOTrealTOKEN0123456789abcdef"},
+		governed: []string{"notion", "figma", "asana", "wrapped-token"},
+		skipped: map[string]string{
+			"helper":      "headersHelper",
+			"wrapped-odd": "--static-oauth-client-info",
+		},
+	},
+	{
 		name: "claude code", goos: "linux", client: ClaudeCode, fixture: "claude.json",
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".claude.json") },
 		prefix:   [][]string{{"mcpServers"}, {"projects", "/home/dev/src/webapp", "mcpServers"}},
@@ -519,8 +530,7 @@ var roundTrips = []roundTrip{
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".copilot", "mcp-config.json") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"cpNOTreal-pass", "cpNOTrealTOKEN-0123456789", "cpNOTrealHEADER-0123456789"},
-		governed: []string{"warehouse", "search"},
-		skipped:  map[string]string{"oauth-server": "oauth"},
+		governed: []string{"warehouse", "search", "oauth-server"},
 	},
 	{
 		name: "warp", goos: "linux", client: Warp, fixture: "warp_mcp.json",
@@ -957,5 +967,62 @@ func TestGovernedShapes(t *testing.T) {
 				t.Errorf("server %s: %s = %q, want a keychain reference", tc.server, tc.env, v)
 			}
 		})
+	}
+}
+
+func (k *fakeKeychain) DeleteOAuthGrant(server string) error {
+	return k.DeleteSecret("oauth:" + server)
+}
+
+// Remote entries without a credential of their own, and mcp-remote
+// wrappers, become remote servers that sign in with OAuth when the server
+// asks; a wrapper's header from the entry's env becomes a header whose
+// secret is in the keychain; undo takes the sign-in away with the server.
+func TestGovernSignInWithOAuth(t *testing.T) {
+	mc := newMachine(t, "linux")
+	path := filepath.Join(mc.home, ".claude.json")
+	mc.place("claude_oauth.json", path)
+	pl := mc.govern(Selection{Clients: []ID{ClaudeCode}})
+	byName := map[string]store.Server{}
+	for _, s := range mc.servers() {
+		byName[s.Name] = s
+	}
+	for _, tc := range []struct {
+		name, url, auth, clientID string
+		headers                   int
+	}{
+		{"notion", "https://mcp.notion.com/mcp", store.AuthOAuth, "", 0},
+		{"figma", "https://mcp.figma.com/mcp", store.AuthOAuth, "figma-client-123", 0},
+		{"asana", "https://mcp.asana.com/mcp", store.AuthOAuth, "", 0},
+		{"wrapped-token", "https://mcp.internal.example/mcp", store.AuthNone, "", 1},
+	} {
+		s, ok := byName[tc.name]
+		if !ok {
+			t.Errorf("server %s not registered", tc.name)
+			continue
+		}
+		if s.Transport != store.TransportHTTP || s.URL != tc.url || s.Auth != tc.auth || s.OAuthClientID != tc.clientID || len(s.Headers) != tc.headers {
+			t.Errorf("server %s = %+v, want %s at %s, auth %q, client id %q, %d headers", tc.name, s, store.TransportHTTP, tc.url, tc.auth, tc.clientID, tc.headers)
+		}
+	}
+	if h := byName["wrapped-token"].Headers["Authorization"]; !strings.HasPrefix(h, "vault://secret/") {
+		t.Errorf("wrapped-token's Authorization = %q, want a keychain reference", h)
+	}
+	var notes []string
+	for _, r := range pl.Results {
+		if r.Name == "notion" {
+			notes = r.Notes
+		}
+	}
+	if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "gatehouse server login notion") }) {
+		t.Errorf("notion's notes = %q, want the sign-in command", notes)
+	}
+	if got := string(mc.read(path)); !strings.Contains(got, `"timeout": 30000`) {
+		t.Errorf("figma's timeout is not kept:\n%s", got)
+	}
+	mc.kc.SetSecret("oauth:notion", `{"access_token":"x"}`)
+	mc.undo(Selection{Clients: []ID{ClaudeCode}})
+	if _, err := mc.kc.Secret("oauth:notion"); err == nil {
+		t.Error("the sign-in to notion is still in the keychain after undo")
 	}
 }

@@ -473,6 +473,15 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 				c.secrets = append(c.secrets, slot{"header", h.k})
 			}
 		}
+		// Without a credential of its own, the entry signs in with OAuth
+		// when the server asks (the client did that itself, or needed
+		// nothing): the proxy then does the same.
+		if len(c.secrets) == 0 || src.oauthClientID != "" {
+			c.srv.Auth, c.srv.OAuthClientID, c.srv.OAuthScopes = store.AuthOAuth, src.oauthClientID, src.oauthScopes
+		}
+		if src.wrapper != "" {
+			res.note("reached directly rather than through %s", src.wrapper)
+		}
 	}
 	key := recordKey(f.path, src.locator)
 	var prev *record
@@ -489,6 +498,9 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		return nil, err
 	}
 	res.Server = name
+	if c.srv.Auth == store.AuthOAuth {
+		res.note("signs in with OAuth if the server asks for it: then run gatehouse server login %s", name)
+	}
 	// Secret ids and the registration as stored.
 	reg := c.srv
 	reg.Name = name
@@ -689,6 +701,7 @@ func (n *namer) ownedBy(name string, rec *record) bool {
 func sameCandidate(a, b *candidate) bool {
 	bySlot := func(x, y slot) int { return strings.Compare(x.kind+"\x00"+x.key, y.kind+"\x00"+y.key) }
 	return a.srv.Transport == b.srv.Transport && a.srv.Command == b.srv.Command && slices.Equal(a.srv.Args, b.srv.Args) &&
+		a.srv.Auth == b.srv.Auth && a.srv.OAuthClientID == b.srv.OAuthClientID && slices.Equal(a.srv.OAuthScopes, b.srv.OAuthScopes) &&
 		a.srv.Cwd == b.srv.Cwd && a.srv.URL == b.srv.URL && maps.Equal(a.srv.Env, b.srv.Env) &&
 		maps.Equal(nilMap(a.srv.Headers), nilMap(b.srv.Headers)) &&
 		slices.Equal(slices.SortedFunc(slices.Values(a.secrets), bySlot), slices.SortedFunc(slices.Values(b.secrets), bySlot))
@@ -705,6 +718,7 @@ func nilMap(m map[string]string) map[string]string {
 // from the keychain; and the ids of its secrets.
 func (n *namer) sameRegistration(reg store.Server, c *candidate) (bool, map[slot]string, error) {
 	if reg.Transport != c.srv.Transport || reg.Command != c.srv.Command || len(reg.Args) != len(c.srv.Args) ||
+		reg.Auth != c.srv.Auth || reg.OAuthClientID != c.srv.OAuthClientID || !slices.Equal(reg.OAuthScopes, c.srv.OAuthScopes) ||
 		reg.Cwd != c.srv.Cwd || len(reg.Env) != len(c.srv.Env) || len(reg.Headers) != len(c.srv.Headers) {
 		return false, nil, nil
 	}
