@@ -149,7 +149,7 @@ type remoteConn struct {
 	lastToken string // the access token last given; guarded by mu
 	// asked is set once the server asked for a token (a 401 challenge):
 	// from then on no request goes without one. Guarded by mu.
-	asked bool
+	asked     bool
 	version   string // negotiated protocol version; guarded by mu
 	listening bool   // the GET stream was started; guarded by mu
 	closed    bool   // no more input; guarded by mu

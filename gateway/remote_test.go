@@ -260,7 +260,9 @@ func FuzzReadEvents(f *testing.F) {
 // notSignedIn is a token source's answer when no sign-in is held.
 type notSignedIn struct{}
 
-func (notSignedIn) Error() string        { return "needs you to sign in; sign in again: gatehouse server login t" }
+func (notSignedIn) Error() string {
+	return "needs you to sign in; sign in again: gatehouse server login t"
+}
 func (notSignedIn) SignInRequired() bool { return true }
 
 // tokens gives token once signedIn is set, else notSignedIn.
