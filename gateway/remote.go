@@ -41,6 +41,10 @@ type Remote struct {
 	// and a WWW-Authenticate challenge is the client told, in band, to
 	// sign in. A public server keeps working without a sign-in.
 	Tokens TokenSource
+	// SSE reaches the server over the HTTP+SSE transport of protocol
+	// version 2024-11-05 (see sse.go): URL is its event stream, whose
+	// endpoint event names where to POST.
+	SSE bool
 }
 
 // A TokenSource gives the access token a remote server's requests carry.
@@ -147,6 +151,7 @@ type remoteConn struct {
 	mu        sync.Mutex
 	session   string // Mcp-Session-Id; guarded by mu
 	lastToken string // the access token last given; guarded by mu
+	sse       *sseState // the HTTP+SSE transport's, when Remote.SSE
 	// asked is set once the server asked for a token (a 401 challenge):
 	// from then on no request goes without one. Guarded by mu.
 	asked     bool
@@ -176,6 +181,11 @@ func dialRemote(name string, r Remote, max int, log *slog.Logger, onToken func(s
 	c := &remoteConn{name: name, url: r.URL, host: u.Host, header: header, client: client, max: max, log: log,
 		tokens: r.Tokens, onToken: onToken, ctx: ctx, cancel: cancel, queue: make(chan []byte, 64), pr: pr, pw: pw}
 	c.listenCtx, c.stopListen = context.WithCancel(ctx)
+	if r.SSE {
+		c.sse = &sseState{}
+		go c.dispatchSSE()
+		return c, nil
+	}
 	go c.dispatch()
 	return c, nil
 }
@@ -323,9 +333,15 @@ func (e *noTokenError) Unwrap() error { return e.err }
 // without a token until the server asks for one (see [Remote.Tokens]). An
 // error is the one to show the client.
 func (c *remoteConn) send(ctx context.Context, method string, body []byte, set func(http.Header)) (*http.Response, error) {
+	return c.sendTo(ctx, method, c.url, body, set)
+}
+
+// sendTo is send to another address of the server's origin (the HTTP+SSE
+// transport's POST endpoint).
+func (c *remoteConn) sendTo(ctx context.Context, method, target string, body []byte, set func(http.Header)) (*http.Response, error) {
 	rejected := ""
 	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, method, c.url, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
