@@ -149,8 +149,8 @@ type remoteConn struct {
 	outMu      sync.Mutex // one line at a time into pw
 
 	mu        sync.Mutex
-	session   string // Mcp-Session-Id; guarded by mu
-	lastToken string // the access token last given; guarded by mu
+	session   string    // Mcp-Session-Id; guarded by mu
+	lastToken string    // the access token last given; guarded by mu
 	sse       *sseState // the HTTP+SSE transport's, when Remote.SSE
 	// asked is set once the server asked for a token (a 401 challenge):
 	// from then on no request goes without one. Guarded by mu.
