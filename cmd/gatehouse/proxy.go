@@ -119,7 +119,7 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		remote  gateway.Remote
 		secrets map[string]string
 	)
-	if srv.Transport == store.TransportHTTP {
+	if srv.Remote() {
 		remote, secrets, err = downstream.Remote(srv, vaultFor(st))
 		if srv.Auth == store.AuthOAuth {
 			// Never a browser from here: a sign-in that is needed is
@@ -138,7 +138,7 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		gateway.Refuse(ctx, c.stdin, out, fmt.Errorf("%w (%s)", err, hint))
 		return &exitError{1}
 	}
-	if srv.Transport != store.TransportHTTP {
+	if !srv.Remote() {
 		var prep *confine.Prepared
 		cmd, prep, c.confinement, err = confineServer(srv, cmd, st.Dir(), "gatehouse proxy", c.stderr)
 		if err != nil {
@@ -164,7 +164,7 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		opts.Governor = g
 	}
 	p := gateway.New(name, cmd, opts)
-	if srv.Transport == store.TransportHTTP {
+	if srv.Remote() {
 		p = gateway.NewRemote(name, remote, opts)
 	}
 	if err := p.Serve(ctx, c.stdin, out); err != nil {

@@ -282,7 +282,7 @@ var roundTrips = []roundTrip{
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".claude.json") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"wrapNOTrealTOKEN0123456789abcdef"},
-		governed: []string{"notion", "figma", "asana", "wrapped-token"},
+		governed: []string{"notion", "figma", "asana", "wrapped-token", "legacy", "wrapped-sse"},
 		skipped: map[string]string{
 			"helper":      "headersHelper",
 			"wrapped-odd": "--static-oauth-client-info",
@@ -293,9 +293,8 @@ var roundTrips = []roundTrip{
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".claude.json") },
 		prefix:   [][]string{{"mcpServers"}, {"projects", "/home/dev/src/webapp", "mcpServers"}},
 		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000a1", "sntrys_testNOTREAL_abcdefghijklmnop"},
-		governed: []string{"github", "sentry", "shell-env", "postgres", "données"},
+		governed: []string{"github", "sentry", "shell-env", "postgres", "données", "linear"},
 		skipped: map[string]string{
-			"linear":  "SSE transport",
 			"missing": "not found",
 		},
 	},
@@ -392,8 +391,7 @@ var roundTrips = []roundTrip{
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".gemini", "settings.json") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"AIzaTestNOTreal0123456789abcdefghijk", "testNOTreal-0123456789"},
-		governed: []string{"pythonTools", "httpServer"},
-		skipped:  map[string]string{"sseServer": "SSE"},
+		governed: []string{"pythonTools", "httpServer", "sseServer"},
 	},
 	{
 		name: "cline", goos: "linux", client: Cline, fixture: "cline_mcp_settings.json",
@@ -402,8 +400,7 @@ var roundTrips = []roundTrip{
 		},
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"clineNOTreal-0123456789", "clineNOTrealTOKEN0123456789"},
-		governed: []string{"local-server", "remote-server"},
-		skipped:  map[string]string{"legacy-sse": "SSE"},
+		governed: []string{"local-server", "remote-server", "legacy-sse"},
 	},
 	{
 		name: "cline, messy: CRLF, tabs, unknown keys, escapes, other servers", goos: "linux", client: Cline, fixture: "cline_messy.json",
@@ -412,8 +409,8 @@ var roundTrips = []roundTrip{
 		},
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"BSAclineNOTreal", "donNOTreal-0123456789abcdef"},
-		governed: []string{"brave search (work)", "données"},
-		skipped:  map[string]string{"shell": "not found", "events": "SSE"},
+		governed: []string{"brave search (work)", "données", "events"},
+		skipped:  map[string]string{"shell": "not found"},
 	},
 	{
 		name: "cline cli, macOS", goos: "darwin", client: Cline, fixture: "cline_mcp_settings.json",
@@ -422,7 +419,7 @@ var roundTrips = []roundTrip{
 		},
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"clineNOTreal-0123456789", "clineNOTrealTOKEN0123456789"},
-		governed: []string{"local-server", "remote-server"},
+		governed: []string{"local-server", "remote-server", "legacy-sse"},
 	},
 	{
 		name: "roo code, windows", goos: "windows", client: RooCode, fixture: "roo_mcp_settings.json",
@@ -431,8 +428,8 @@ var roundTrips = []roundTrip{
 		},
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"rooNOTrealHEADER-0123456789"},
-		governed: []string{"remote-server"},
-		skipped:  map[string]string{"local-server": "relative", "sse-server": "SSE", "workspace-server": "${env:HOME}"},
+		governed: []string{"remote-server", "sse-server"},
+		skipped:  map[string]string{"local-server": "relative", "workspace-server": "${env:HOME}"},
 	},
 	{
 		name: "roo code, project", goos: "linux", client: RooCode, fixture: "roo_mcp_settings.json",
@@ -440,8 +437,8 @@ var roundTrips = []roundTrip{
 		cwd:      func(mc *machine) string { return filepath.Join(mc.home, "src", "app", "web") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"rooNOTreal-0123456789", "rooNOTrealHEADER-0123456789"},
-		governed: []string{"local-server", "remote-server"},
-		skipped:  map[string]string{"sse-server": "SSE", "workspace-server": "${env:HOME}"},
+		governed: []string{"local-server", "remote-server", "sse-server"},
+		skipped:  map[string]string{"workspace-server": "${env:HOME}"},
 	},
 	{
 		name: "kilo code cli", goos: "linux", client: KiloCode, fixture: "kilo_mcp_settings.json",
@@ -522,8 +519,7 @@ var roundTrips = []roundTrip{
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".copilot", "mcp-config.json") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"github_pat_testNOTREAL_copilot0123456789"},
-		governed: []string{"playwright", "github"},
-		skipped:  map[string]string{"legacy-events": "SSE"},
+		governed: []string{"playwright", "github", "legacy-events"},
 	},
 	{
 		name: "copilot cli, messy: CRLF, four spaces, unknown keys, one-line entries", goos: "linux", client: CopilotCLI, fixture: "copilot_messy.json",
@@ -551,8 +547,7 @@ var roundTrips = []roundTrip{
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".qwen", "settings.json") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"qwenNOTreal-0123456789", "qwenNOTrealTOKEN0123456789"},
-		governed: []string{"pythonTools", "httpServer"},
-		skipped:  map[string]string{"sseServer": "SSE"},
+		governed: []string{"pythonTools", "httpServer", "sseServer"},
 	},
 }
 
@@ -988,21 +983,23 @@ func TestGovernSignInWithOAuth(t *testing.T) {
 		byName[s.Name] = s
 	}
 	for _, tc := range []struct {
-		name, url, auth, clientID string
-		headers                   int
+		name, transport, url, auth, clientID string
+		headers                              int
 	}{
-		{"notion", "https://mcp.notion.com/mcp", store.AuthOAuth, "", 0},
-		{"figma", "https://mcp.figma.com/mcp", store.AuthOAuth, "figma-client-123", 0},
-		{"asana", "https://mcp.asana.com/mcp", store.AuthOAuth, "", 0},
-		{"wrapped-token", "https://mcp.internal.example/mcp", store.AuthNone, "", 1},
+		{"notion", store.TransportHTTP, "https://mcp.notion.com/mcp", store.AuthOAuth, "", 0},
+		{"figma", store.TransportHTTP, "https://mcp.figma.com/mcp", store.AuthOAuth, "figma-client-123", 0},
+		{"asana", store.TransportHTTP, "https://mcp.asana.com/mcp", store.AuthOAuth, "", 0},
+		{"wrapped-token", store.TransportHTTP, "https://mcp.internal.example/mcp", store.AuthNone, "", 1},
+		{"legacy", store.TransportSSE, "https://mcp.legacy.example/sse", store.AuthOAuth, "", 0},
+		{"wrapped-sse", store.TransportSSE, "https://mcp.linear.app/sse", store.AuthOAuth, "", 0},
 	} {
 		s, ok := byName[tc.name]
 		if !ok {
 			t.Errorf("server %s not registered", tc.name)
 			continue
 		}
-		if s.Transport != store.TransportHTTP || s.URL != tc.url || s.Auth != tc.auth || s.OAuthClientID != tc.clientID || len(s.Headers) != tc.headers {
-			t.Errorf("server %s = %+v, want %s at %s, auth %q, client id %q, %d headers", tc.name, s, store.TransportHTTP, tc.url, tc.auth, tc.clientID, tc.headers)
+		if s.Transport != tc.transport || s.URL != tc.url || s.Auth != tc.auth || s.OAuthClientID != tc.clientID || len(s.Headers) != tc.headers {
+			t.Errorf("server %s = %+v, want %s at %s, auth %q, client id %q, %d headers", tc.name, s, tc.transport, tc.url, tc.auth, tc.clientID, tc.headers)
 		}
 	}
 	if h := byName["wrapped-token"].Headers["Authorization"]; !strings.HasPrefix(h, "vault://secret/") {

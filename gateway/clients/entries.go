@@ -420,7 +420,7 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 		case sp.id == ClaudeDesktop:
 			return s.unsupported("Claude Desktop does not read remote servers from this file (add them as connectors in the app)")
 		case (sp.id == GeminiCLI || sp.id == QwenCode) && urlKey == "url", hasType && typ == "sse":
-			return s.unsupported("it uses the SSE transport; Gatehouse proxies streamable HTTP servers")
+			s.sse = true // the HTTP+SSE transport of 2024-11-05
 		case hasType && typ != "http" && typ != "streamable-http" && typ != "streamableHttp" && !(sp.id == OpenCode && typ == "remote"):
 			return s.unsupported("its type %q is not one Gatehouse proxies", typ)
 		}
@@ -567,9 +567,6 @@ func (s *source) fromMCPRemote(sp *spec, i int) *source {
 		return s.unsupported("it runs mcp-remote with --transport %q", transport)
 	}
 	s.transport, s.wrapper, s.command = "http", "mcp-remote", ""
-	if s.sse {
-		return s.unsupported("it uses the SSE transport; Gatehouse proxies streamable HTTP servers")
-	}
 	return s
 }
 

@@ -463,6 +463,9 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		}
 	case "http":
 		c.srv.URL = src.url
+		if src.sse {
+			c.srv.Transport = store.TransportSSE
+		}
 		if urlSecret(src.url) || slices.Contains(sel.Secrets, "url") {
 			c.secrets = append(c.secrets, slot{"url", ""})
 		}

@@ -104,7 +104,7 @@ func Remote(srv store.Server, s Secrets) (gateway.Remote, map[string]string, err
 			return gateway.Remote{}, nil, fmt.Errorf("cannot reach server %s: %w", srv.Name, err)
 		}
 	}
-	return gateway.Remote{URL: u, Headers: headers}, r.values, nil
+	return gateway.Remote{URL: u, Headers: headers, SSE: srv.Transport == store.TransportSSE}, r.values, nil
 }
 
 // SignIn returns the OAuth client of the remote server srv (registered
@@ -124,7 +124,7 @@ func SignIn(srv store.Server, kc oauth.Keychain, dir string, log *slog.Logger) *
 // MCP handshake and lists its tools, within ctx. What a stdio server prints
 // on its stderr goes to stderr (nil discards it).
 func Probe(ctx context.Context, srv store.Server, s Secrets, stderr io.Writer) (*gateway.Health, error) {
-	if srv.Transport == store.TransportHTTP {
+	if srv.Remote() {
 		r, _, err := Remote(srv, s)
 		if err != nil {
 			return nil, err

@@ -25,6 +25,15 @@ const TransportStdio = "stdio"
 // HTTP transport at URL.
 const TransportHTTP = "http"
 
+// TransportSSE is a remote server Gatehouse reaches over the HTTP+SSE
+// transport of protocol version 2024-11-05: URL is its event stream.
+const TransportSSE = "sse"
+
+// Remote reports whether s is a remote server (streamable HTTP or SSE).
+func (s *Server) Remote() bool {
+	return s.Transport == TransportHTTP || s.Transport == TransportSSE
+}
+
 // AuthNone is a remote server reached with its headers only.
 const AuthNone = ""
 
@@ -36,7 +45,7 @@ const AuthOAuth = "oauth"
 // NAME` starts and relays to.
 type Server struct {
 	Name      string
-	Transport string            // TransportStdio or TransportHTTP
+	Transport string            // TransportStdio, TransportHTTP or TransportSSE
 	Command   string            // stdio: program to run
 	Args      []string          // stdio: its arguments
 	Env       map[string]string // stdio: added to the environment it inherits
@@ -99,7 +108,7 @@ func (s *Server) Validate() error {
 		if s.URL != "" || len(s.Headers) > 0 || s.Auth != AuthNone || s.OAuthClientID != "" || len(s.OAuthScopes) > 0 {
 			return fmt.Errorf("server %s: a stdio server has no URL, headers or sign-in", s.Name)
 		}
-	case TransportHTTP:
+	case TransportHTTP, TransportSSE:
 		// A URL that holds a credential is kept in the keychain, and the
 		// registration refers to it (vault://secret/ID); the proxy checks
 		// the URL it resolves.
