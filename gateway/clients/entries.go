@@ -105,6 +105,9 @@ func (s *source) checkReferences() *source {
 		values = append(values, v.k, v.v)
 	}
 	for _, v := range values {
+		if strings.Contains(strings.ToLower(v), "client-env://") {
+			return s.unsupported("it names a value the proxy takes from its client (client-env://...), which only Gatehouse may put in a registration")
+		}
 		if strings.Contains(strings.ToLower(v), "vault://") {
 			return s.unsupported("it names a Gatehouse keychain secret (vault://...), which only Gatehouse may put in a registration: give the value itself, and governing moves it to the keychain")
 		}
@@ -404,10 +407,10 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 		if i, ok := mcpRemoteAt(s.command, s.args); ok {
 			return s.fromMCPRemote(sp, i)
 		}
-		for _, v := range append([]string{s.command, s.cwd}, s.args...) {
-			if sp.expands(v) {
-				return s.unsupported("its command line uses %s, which only %s expands", varIn(v), sp.name)
-			}
+		// Arguments and the folder the client expands are passed to the
+		// proxy through the entry's env; the program is the registration's.
+		if sp.expands(s.command) {
+			return s.unsupported("its command uses %s, which only %s expands: the proxy runs the program registered, never one the client names", varIn(s.command), sp.name)
 		}
 	case urlNode != nil:
 		s.transport, s.mainAt = "http", at(urlKey)
@@ -437,18 +440,10 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 				return s.unsupported("%v", err)
 			}
 		}
-		if sp.expands(u) {
-			return s.unsupported("its URL uses %s, which only %s expands", varIn(u), sp.name)
-		}
 		if n := get("headers"); n != nil {
 			h, err := p.stringMap(n, "headers")
 			if err != nil {
 				return s.unsupported("%v", err)
-			}
-			for _, h := range h {
-				if sp.expands(h.v) {
-					return s.unsupported("its header %s uses %s, which only %s expands", h.k, varIn(h.v), sp.name)
-				}
 			}
 			s.headers = h
 		}

@@ -407,6 +407,13 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		sure := secretArgs(src.args)
 		for i, a := range src.args {
 			switch {
+			case sp.expands(a):
+				// The client expands it: the entry's env passes it to the
+				// proxy, which puts it in this argument's place.
+				name := fmt.Sprintf("GATEHOUSE_ARG_%d", i+1)
+				c.srv.Args[i] = store.ClientEnvRef(name)
+				keepEnv = append(keepEnv, kv{k: name, v: a})
+				res.note("argument %d (%s) is expanded by %s, and passed to the proxy as %s", i+1, varIn(a), sp.name, name)
 			case slices.Contains(sure, i) || slices.Contains(sel.Secrets, "arg:"+strconv.Itoa(i+1)):
 				c.secrets = append(c.secrets, slot{"arg", strconv.Itoa(i)})
 			case maybeSecret(a):
@@ -416,7 +423,11 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		if cmd != src.command {
 			res.note("command %s resolved to %s", src.command, cmd)
 		}
-		if src.cwd != "" {
+		if src.cwd != "" && sp.expands(src.cwd) {
+			c.srv.Cwd = store.ClientEnvRef("GATEHOUSE_CWD")
+			keepEnv = append(keepEnv, kv{k: "GATEHOUSE_CWD", v: src.cwd})
+			res.note("its folder (%s) is expanded by %s, and passed to the proxy as GATEHOUSE_CWD", varIn(src.cwd), sp.name)
+		} else if src.cwd != "" {
 			cwd := src.cwd
 			if !isAbs(e.GOOS, cwd) {
 				if g.scope != ScopeProject {
@@ -466,11 +477,25 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		if src.sse {
 			c.srv.Transport = store.TransportSSE
 		}
-		if urlSecret(src.url) || slices.Contains(sel.Secrets, "url") {
+		expanded := false
+		switch {
+		case sp.expands(src.url):
+			c.srv.URL = store.ClientEnvRef("GATEHOUSE_URL")
+			keepEnv = append(keepEnv, kv{k: "GATEHOUSE_URL", v: src.url})
+			res.note("its URL (%s) is expanded by %s, and passed to the proxy as GATEHOUSE_URL", varIn(src.url), sp.name)
+		case urlSecret(src.url) || slices.Contains(sel.Secrets, "url"):
 			c.secrets = append(c.secrets, slot{"url", ""})
 		}
 		c.srv.Headers = map[string]string{}
-		for _, h := range src.headers {
+		for i, h := range src.headers {
+			if src.wrapper == "" && sp.expands(h.v) {
+				name := fmt.Sprintf("GATEHOUSE_HEADER_%d", i+1)
+				c.srv.Headers[h.k] = store.ClientEnvRef(name)
+				keepEnv = append(keepEnv, kv{k: name, v: h.v})
+				res.note("header %s (%s) is expanded by %s, and passed to the proxy as %s", h.k, varIn(h.v), sp.name, name)
+				expanded = true
+				continue
+			}
 			c.srv.Headers[h.k] = h.v
 			if looksSecret(h.k, h.v, sel.Secrets) {
 				c.secrets = append(c.secrets, slot{"header", h.k})
@@ -479,7 +504,7 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		// Without a credential of its own, the entry signs in with OAuth
 		// when the server asks (the client did that itself, or needed
 		// nothing): the proxy then does the same.
-		if len(c.secrets) == 0 || src.oauthClientID != "" {
+		if len(c.secrets) == 0 && !expanded || src.oauthClientID != "" {
 			c.srv.Auth, c.srv.OAuthClientID, c.srv.OAuthScopes = store.AuthOAuth, src.oauthClientID, src.oauthScopes
 		}
 		if src.wrapper != "" {

@@ -34,6 +34,35 @@ func (s *Server) Remote() bool {
 	return s.Transport == TransportHTTP || s.Transport == TransportSSE
 }
 
+// clientEnvPrefix starts a registration's value that the MCP client
+// expands: the whole value is a reference to the variable of the proxy's
+// environment that the client sets, from the governed entry's env.
+const clientEnvPrefix = "client-env://"
+
+// clientEnvRE is the variables such a reference may name: nothing else of
+// the proxy's environment reaches a registration.
+var clientEnvRE = regexp.MustCompile(`^GATEHOUSE_(ARG_[1-9][0-9]{0,3}|CWD|URL|HEADER_[1-9][0-9]{0,3})$`)
+
+// ClientEnvRef is the reference to the proxy's environment variable name
+// (GATEHOUSE_ARG_N, GATEHOUSE_CWD, GATEHOUSE_URL, GATEHOUSE_HEADER_N), held
+// in the slot of a registration whose value the MCP client expands.
+func ClientEnvRef(name string) string {
+	if !clientEnvRE.MatchString(name) {
+		panic("store: not a client-expanded variable: " + name)
+	}
+	return clientEnvPrefix + name
+}
+
+// ParseClientEnvRef returns the variable a whole value refers to, when it
+// is a client-expanded reference.
+func ParseClientEnvRef(v string) (string, bool) {
+	name, ok := strings.CutPrefix(v, clientEnvPrefix)
+	if !ok || !clientEnvRE.MatchString(name) {
+		return "", false
+	}
+	return name, true
+}
+
 // AuthNone is a remote server reached with its headers only.
 const AuthNone = ""
 
@@ -113,7 +142,8 @@ func (s *Server) Validate() error {
 		// registration refers to it (vault://secret/ID); the proxy checks
 		// the URL it resolves.
 		u, err := url.Parse(s.URL)
-		if !strings.HasPrefix(s.URL, "vault://secret/") && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		_, expanded := ParseClientEnvRef(s.URL)
+		if !strings.HasPrefix(s.URL, "vault://secret/") && !expanded && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 			return fmt.Errorf("server %s: URL %q is not an http or https address", s.Name, s.URL)
 		}
 		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != "" {
