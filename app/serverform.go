@@ -170,7 +170,7 @@ func (f *serverForm) fill(s store.Server) {
 		}
 		return strings.Join(lines, "\n")
 	}
-	if s.Transport == store.TransportHTTP {
+	if s.Remote() {
 		f.kind.SetSelected(kindHTTP)
 		f.url.SetText(s.URL)
 		f.headers.SetText(plainPairs(s.Headers, ": "))

@@ -469,7 +469,7 @@ func testHint(s store.Server, err error) string {
 		return " " + keychainHint
 	case errors.Is(err, vault.ErrNotFound):
 		return " A credential it needs is not in the keychain: Edit the server and type it again."
-	case s.Transport == store.TransportHTTP:
+	case s.Remote():
 		return " Check the URL and the credentials."
 	}
 	return " Check the command: run it in a terminal to see what it prints."
@@ -586,7 +586,7 @@ func serverInfo(u *UI, s store.Server) []fyne.CanvasObject {
 		return compact(value(strings.Join(lines, "\n"), true), pullUp(text(what+" values are not shown.", caption)))
 	}
 	var rows []fyne.CanvasObject
-	if s.Transport == store.TransportHTTP {
+	if s.Remote() {
 		rows = append(rows, key("URL"), value(s.URL, true), key("Headers"), names(s.Headers, "Header"))
 	} else {
 		cwd := s.Cwd

@@ -179,7 +179,7 @@ func (r *serverRow) set(s store.Server, h health, held int) {
 	r.avatar.Refresh()
 	setText(r.name, s.Name)
 	setText(r.transport, s.Transport)
-	if s.Transport == store.TransportHTTP {
+	if s.Remote() {
 		setText(r.command, s.URL)
 	} else {
 		setText(r.command, commandLine(s.Command, s.Args))

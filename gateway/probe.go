@@ -50,22 +50,31 @@ func ProbeRemote(ctx context.Context, r Remote) (*Health, error) {
 		return nil, fmt.Errorf("%q is not an http or https URL", r.URL)
 	}
 	client := remoteClient(u, r.Client)
-	client.Transport = withHeaders{next: client.Transport, headers: r.Headers, tokens: r.Tokens}
+	client.Transport = withHeaders{next: client.Transport, headers: r.Headers, tokens: r.Tokens, origin: u}
+	if r.SSE {
+		return probe(ctx, &mcp.SSEClientTransport{Endpoint: r.URL, HTTPClient: client}, func() bool { return true })
+	}
 	return probe(ctx, &mcp.StreamableClientTransport{Endpoint: r.URL, HTTPClient: client, MaxRetries: -1, DisableStandaloneSSE: true},
 		func() bool { return true })
 }
 
-// withHeaders adds headers, and the access token, to every request.
+// withHeaders adds headers, and the access token, to every request to the
+// server's origin (and nothing to a request elsewhere). Without a sign-in,
+// a request goes without a token, as the proxy's do, until the server asks.
 type withHeaders struct {
 	next    http.RoundTripper
 	headers map[string]string
 	tokens  TokenSource
+	origin  *url.URL
 }
 
 func (w withHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
 	next := w.next
 	if next == nil {
 		next = http.DefaultTransport
+	}
+	if w.origin != nil && sameOrigin(w.origin, req.URL) != nil {
+		return nil, fmt.Errorf("refused a request to %s://%s: the server's credentials stay on its own origin", req.URL.Scheme, req.URL.Host)
 	}
 	rejected := ""
 	for attempt := 0; ; attempt++ {
@@ -84,7 +93,15 @@ func (w withHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
 			return next.RoundTrip(r)
 		}
 		token, err := w.tokens.Token(req.Context(), rejected)
-		if err != nil {
+		switch {
+		case err != nil && signInRequired(err):
+			resp, rerr := next.RoundTrip(r)
+			if rerr == nil && challenged(resp) {
+				resp.Body.Close()
+				return nil, err
+			}
+			return resp, rerr
+		case err != nil:
 			return nil, err
 		}
 		r.Header.Set("Authorization", "Bearer "+token)

@@ -34,7 +34,17 @@ type Remote struct {
 	// Tokens, when set, gives the OAuth access token every request
 	// carries (Authorization: Bearer). Each token it gives is redacted
 	// from what the server sends, as the secrets in Headers are.
+	//
+	// A sign-in is needed only when the server asks for one: while Tokens
+	// says that none is held (its error has SignInRequired), requests go
+	// without a token, and only once the server answers one with HTTP 401
+	// and a WWW-Authenticate challenge is the client told, in band, to
+	// sign in. A public server keeps working without a sign-in.
 	Tokens TokenSource
+	// SSE reaches the server over the HTTP+SSE transport of protocol
+	// version 2024-11-05 (see sse.go): URL is its event stream, whose
+	// endpoint event names where to POST.
+	SSE bool
 }
 
 // A TokenSource gives the access token a remote server's requests carry.
@@ -43,8 +53,33 @@ type TokenSource interface {
 	// Token returns the access token to send. rejected, when not empty,
 	// is the token the server just refused (HTTP 401): Token returns
 	// another one or an error. An error is answered to the client in
-	// band, as it is written: it says what the user must do.
+	// band, as it is written: it says what the user must do. An error
+	// with a method SignInRequired() bool that returns true says that no
+	// sign-in is held (see [Remote.Tokens]).
 	Token(ctx context.Context, rejected string) (string, error)
+}
+
+// signInRequired reports whether err says that no sign-in is held.
+func signInRequired(err error) bool {
+	var s interface{ SignInRequired() bool }
+	return errors.As(err, &s) && s.SignInRequired()
+}
+
+// challenged reports whether resp asks for a bearer token: HTTP 401 with a
+// WWW-Authenticate challenge of the Bearer scheme.
+func challenged(resp *http.Response) bool {
+	if resp.StatusCode != http.StatusUnauthorized {
+		return false
+	}
+	for _, v := range resp.Header.Values("WWW-Authenticate") {
+		for _, c := range strings.Split(v, ",") {
+			scheme, _, _ := strings.Cut(strings.TrimSpace(c), " ")
+			if strings.EqualFold(scheme, "Bearer") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // NewRemote returns a proxy for the remote server called name.
@@ -114,8 +149,12 @@ type remoteConn struct {
 	outMu      sync.Mutex // one line at a time into pw
 
 	mu        sync.Mutex
-	session   string // Mcp-Session-Id; guarded by mu
-	lastToken string // the access token last given; guarded by mu
+	session   string    // Mcp-Session-Id; guarded by mu
+	lastToken string    // the access token last given; guarded by mu
+	sse       *sseState // the HTTP+SSE transport's, when Remote.SSE
+	// asked is set once the server asked for a token (a 401 challenge):
+	// from then on no request goes without one. Guarded by mu.
+	asked     bool
 	version   string // negotiated protocol version; guarded by mu
 	listening bool   // the GET stream was started; guarded by mu
 	closed    bool   // no more input; guarded by mu
@@ -142,6 +181,11 @@ func dialRemote(name string, r Remote, max int, log *slog.Logger, onToken func(s
 	c := &remoteConn{name: name, url: r.URL, host: u.Host, header: header, client: client, max: max, log: log,
 		tokens: r.Tokens, onToken: onToken, ctx: ctx, cancel: cancel, queue: make(chan []byte, 64), pr: pr, pw: pw}
 	c.listenCtx, c.stopListen = context.WithCancel(ctx)
+	if r.SSE {
+		c.sse = &sseState{}
+		go c.dispatchSSE()
+		return c, nil
+	}
 	go c.dispatch()
 	return c, nil
 }
@@ -285,11 +329,19 @@ func (e *noTokenError) Unwrap() error { return e.err }
 // send makes one request to the server's URL with the transport's and the
 // user's headers, those that set adds, and the access token when the
 // server takes one; a token the server refuses (HTTP 401) is replaced
-// once, and the request sent again. An error is the one to show the client.
+// once, and the request sent again. Without a sign-in, the request goes
+// without a token until the server asks for one (see [Remote.Tokens]). An
+// error is the one to show the client.
 func (c *remoteConn) send(ctx context.Context, method string, body []byte, set func(http.Header)) (*http.Response, error) {
+	return c.sendTo(ctx, method, c.url, body, set)
+}
+
+// sendTo is send to another address of the server's origin (the HTTP+SSE
+// transport's POST endpoint).
+func (c *remoteConn) sendTo(ctx context.Context, method, target string, body []byte, set func(http.Header)) (*http.Response, error) {
 	rejected := ""
 	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, method, c.url, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
@@ -298,11 +350,17 @@ func (c *remoteConn) send(ctx context.Context, method string, body []byte, set f
 			set(req.Header)
 		}
 		token := ""
+		var noSignIn error
 		if c.tokens != nil {
-			if token, err = c.token(ctx, rejected); err != nil {
+			token, err = c.token(ctx, rejected)
+			switch {
+			case err != nil && signInRequired(err) && !c.wasAsked():
+				noSignIn = err // go without: the server may not ask
+			case err != nil:
 				return nil, &noTokenError{err}
+			default:
+				req.Header.Set("Authorization", "Bearer "+token)
 			}
-			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		resp, err := c.client.Do(req)
 		if err != nil {
@@ -311,10 +369,33 @@ func (c *remoteConn) send(ctx context.Context, method string, body []byte, set f
 		if resp.StatusCode != http.StatusUnauthorized || c.tokens == nil || attempt > 0 {
 			return resp, nil
 		}
+		if token == "" {
+			if !challenged(resp) {
+				return resp, nil // no token asked for: an error like any other
+			}
+			c.mu.Lock()
+			c.asked = true
+			c.mu.Unlock()
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			if noSignIn != nil {
+				return nil, &noTokenError{noSignIn}
+			}
+			continue // a sign-in arrived meanwhile: try with it
+		}
+		c.mu.Lock()
+		c.asked = true // it refused a token: it takes one
+		c.mu.Unlock()
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		rejected = token
 	}
+}
+
+func (c *remoteConn) wasAsked() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.asked
 }
 
 // token asks the token source for the access token, and gives a new one

@@ -256,3 +256,93 @@ func FuzzReadEvents(f *testing.F) {
 		}
 	})
 }
+
+// notSignedIn is a token source's answer when no sign-in is held.
+type notSignedIn struct{}
+
+func (notSignedIn) Error() string {
+	return "needs you to sign in; sign in again: gatehouse server login t"
+}
+func (notSignedIn) SignInRequired() bool { return true }
+
+// tokens gives token once signedIn is set, else notSignedIn.
+type tokens struct {
+	signedIn atomic.Bool
+	token    string
+}
+
+func (ts *tokens) Token(ctx context.Context, rejected string) (string, error) {
+	if !ts.signedIn.Load() {
+		return "", notSignedIn{}
+	}
+	return ts.token, nil
+}
+
+// TestRemoteSignInWhenAsked: a server registered to sign in with OAuth is
+// reached without a token while no sign-in is held; a public one keeps
+// working, and one that asks (401 with a Bearer challenge) gets the sign-in
+// instruction in band, then the token once signed in.
+func TestRemoteSignInWhenAsked(t *testing.T) {
+	t.Run("a public server needs no sign-in", func(t *testing.T) {
+		s := mcp.NewServer(&mcp.Implementation{Name: "public", Version: "1"}, nil)
+		mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "public"}}}, nil, nil
+		})
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+		var withToken atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "" {
+				withToken.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		sess := startRemote(t, Remote{URL: srv.URL, Tokens: &tokens{}}, nil)
+		sess.initialize()
+		sess.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+		if m := sess.recvMsg(); !strings.Contains(string(m.Result), `"public"`) || strings.Contains(string(m.Result), `"isError":true`) {
+			t.Fatalf("tools/call = %s, want the public server's answer", m.Result)
+		}
+		if n := withToken.Load(); n != 0 {
+			t.Errorf("%d requests carried a token, want 0", n)
+		}
+	})
+	t.Run("a server that asks gets the instruction, then the token", func(t *testing.T) {
+		srv, _ := remoteServer(t, false, false)
+		inner := srv.Config.Handler
+		var challenges atomic.Int32
+		srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") == "" {
+				challenges.Add(1)
+				w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+srv.URL+`/.well-known/oauth-protected-resource"`)
+			}
+			inner.ServeHTTP(w, r)
+		})
+		ts := &tokens{token: "s3cret-token"}
+		sess := startRemote(t, Remote{URL: srv.URL, Tokens: ts}, nil)
+		sess.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+		if m := sess.recvMsg(); !strings.Contains(string(m.Error), "gatehouse server login t") {
+			t.Fatalf("initialize before a sign-in = %+v, want the sign-in instruction", m)
+		}
+		if n := challenges.Load(); n != 1 {
+			t.Fatalf("requests without a token = %d, want 1", n)
+		}
+		ts.signedIn.Store(true)
+		sess.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+		if m := sess.recvMsg(); !strings.Contains(string(m.Result), `"serverInfo"`) {
+			t.Fatalf("initialize after the sign-in = %+v", m)
+		}
+		if n := challenges.Load(); n != 1 {
+			t.Errorf("requests without a token = %d after the server asked once, want 1", n)
+		}
+	})
+	t.Run("a 401 without a challenge is an error, not a sign-in", func(t *testing.T) {
+		srv, _ := remoteServer(t, false, false) // 401 with no WWW-Authenticate
+		sess := startRemote(t, Remote{URL: srv.URL, Tokens: &tokens{}}, nil)
+		sess.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+		m := sess.recvMsg()
+		if !strings.Contains(string(m.Error), "HTTP 401") || strings.Contains(string(m.Error), "server login") {
+			t.Fatalf("initialize = %+v, want the HTTP 401 error", m)
+		}
+	})
+}

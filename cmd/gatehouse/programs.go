@@ -118,7 +118,7 @@ func (g *governedTools) conn(server, client string) (*serverConn, error) {
 		prep    *confine.Prepared
 		conf    *entry.Confinement
 	)
-	if srv.Transport == store.TransportHTTP {
+	if srv.Remote() {
 		remote, secrets, err = downstream.Remote(srv, vaultFor(g.st))
 	} else {
 		cmd, secrets, err = downstream.Command(srv, vaultFor(g.st))
@@ -157,7 +157,7 @@ func (g *governedTools) conn(server, client string) (*serverConn, error) {
 	opts := &gateway.Options{Logger: g.log, Stderr: g.c.stderr, Secrets: secrets, CallTimeout: gateway.DefaultCallTimeout,
 		Governor: recordingGovernor{gt, sc}}
 	p := gateway.New(server, cmd, opts)
-	if srv.Transport == store.TransportHTTP {
+	if srv.Remote() {
 		p = gateway.NewRemote(server, remote, opts)
 	}
 	toProxy, fromClient := io.Pipe()

@@ -119,8 +119,12 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		remote  gateway.Remote
 		secrets map[string]string
 	)
-	if srv.Transport == store.TransportHTTP {
+	if srv.Remote() {
 		remote, secrets, err = downstream.Remote(srv, vaultFor(st))
+		if err == nil {
+			err = expandClient(srv, nil, &remote, &secrets)
+			srv.URL = remote.URL // the resource signed in to
+		}
 		if srv.Auth == store.AuthOAuth {
 			// Never a browser from here: a sign-in that is needed is
 			// answered in band, with what to run.
@@ -128,6 +132,9 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		}
 	} else {
 		cmd, secrets, err = downstream.Command(srv, vaultFor(st))
+		if err == nil {
+			err = expandClient(srv, &cmd, nil, &secrets)
+		}
 	}
 	if err != nil {
 		log.Error("server not started", slog.Any("err", err))
@@ -138,7 +145,7 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		gateway.Refuse(ctx, c.stdin, out, fmt.Errorf("%w (%s)", err, hint))
 		return &exitError{1}
 	}
-	if srv.Transport != store.TransportHTTP {
+	if !srv.Remote() {
 		var prep *confine.Prepared
 		cmd, prep, c.confinement, err = confineServer(srv, cmd, st.Dir(), "gatehouse proxy", c.stderr)
 		if err != nil {
@@ -164,7 +171,7 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		opts.Governor = g
 	}
 	p := gateway.New(name, cmd, opts)
-	if srv.Transport == store.TransportHTTP {
+	if srv.Remote() {
 		p = gateway.NewRemote(name, remote, opts)
 	}
 	if err := p.Serve(ctx, c.stdin, out); err != nil {
@@ -174,6 +181,20 @@ func runProxy(ctx context.Context, c *cli, fs *flag.FlagSet, f *proxyFlags, args
 		return &exitError{1}
 	}
 	return nil
+}
+
+// expandClient fills in the values the MCP client that launched the proxy
+// expanded (downstream.ExpandClient); the headers' values are redacted as
+// secrets are.
+func expandClient(srv store.Server, cmd *gateway.Command, remote *gateway.Remote, secrets *map[string]string) error {
+	values, err := downstream.ExpandClient(srv, cmd, remote, os.LookupEnv)
+	for i, v := range values {
+		if *secrets == nil {
+			*secrets = map[string]string{}
+		}
+		(*secrets)[fmt.Sprintf("%s.expanded%d", srv.Name, i+1)] = v
+	}
+	return err
 }
 
 // cpuProfile starts a CPU profile of this process when

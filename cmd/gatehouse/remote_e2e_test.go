@@ -73,3 +73,47 @@ func TestRemoteServerThroughProxy(t *testing.T) {
 		return nil
 	})
 }
+
+// A remote server over the older HTTP+SSE transport (server-everything's
+// sse), registered to sign in with OAuth when it asks: it never asks, so
+// it works without a sign-in; the MCP Inspector sees the same tools as
+// over stdio, and a governed call runs.
+func TestSSEServerThroughProxy(t *testing.T) {
+	t.Parallel()
+	nm := npmPeers(t)
+	home := t.TempDir()
+	os.Chmod(home, 0o700)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	everything := exec.Command("node", filepath.Join(nm, "@modelcontextprotocol", "server-everything", "dist", "index.js"), "sse")
+	everything.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	var serverLog syncBuffer
+	everything.Stdout, everything.Stderr = &serverLog, &serverLog
+	if err := everything.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { everything.Process.Kill(); everything.Wait() })
+	waitFor(t, func() bool { return strings.Contains(serverLog.String(), "running on port") }, "server-everything to listen")
+
+	url := fmt.Sprintf("http://127.0.0.1:%d/sse", port)
+	gatehouse(t, home, "server", "add", "legacy", "--url", url, "--sse", "--oauth")
+	if out := gatehouse(t, home, "server", "test", "legacy"); !strings.Contains(out, "✔ legacy: connected") {
+		t.Errorf("server test = %q", out)
+	}
+	allow(t, home, "mcp.legacy.echo")
+
+	proxy := []string{gatehouseBin, "--home", home, "proxy", "legacy"}
+	direct := inspector(t, nm, nil, serverCmd(nm, "server-everything"), "--method", "tools/list")
+	through := inspector(t, nm, keychainEnv(), proxy, "--method", "tools/list")
+	if direct != through {
+		t.Errorf("tools/list over SSE through the proxy differs from stdio direct:\ndirect:  %.300s\nthrough: %.300s", direct, through)
+	}
+	out := inspector(t, nm, keychainEnv(), proxy, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=over SSE")
+	if !strings.Contains(out, "Echo: over SSE") {
+		t.Errorf("echo over SSE = %.400s", out)
+	}
+}

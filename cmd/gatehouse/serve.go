@@ -264,7 +264,7 @@ func (s *server) open(ctx context.Context, name, client string) (httpfront.Relay
 		remote  gateway.Remote
 		secrets map[string]string
 	)
-	if srv.Transport == store.TransportHTTP {
+	if srv.Remote() {
 		remote, secrets, err = downstream.Remote(srv, vaultFor(s.st))
 	} else {
 		cmd, secrets, err = downstream.Command(srv, vaultFor(s.st))
@@ -293,7 +293,7 @@ func (s *server) open(ctx context.Context, name, client string) (httpfront.Relay
 		CallTimeout:     s.flags.callTimeout,
 		Governor:        s.metrics.Govern(gov, name, client),
 	}
-	if srv.Transport == store.TransportHTTP {
+	if srv.Remote() {
 		return gateway.NewRemote(name, remote, opts), nil
 	}
 	return gateway.New(name, cmd, opts), nil

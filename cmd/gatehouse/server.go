@@ -47,6 +47,7 @@ type serverAddFlags struct {
 	cwd          string
 	confinement  confinementFlags
 	oauth        bool
+	sse          bool
 	clientID     string
 	scopes       listFlag
 }
@@ -142,11 +143,13 @@ sends back.
 Examples:
   gatehouse server add files -- npx -y @modelcontextprotocol/server-filesystem ~/projects
   gatehouse server add github --secret-env GITHUB_PERSONAL_ACCESS_TOKEN -- npx -y @modelcontextprotocol/server-github
-  gatehouse server add linear --url https://mcp.linear.app/mcp --secret-header Authorization`,
+  gatehouse server add linear --url https://mcp.linear.app/mcp --secret-header Authorization
+  gatehouse server add legacy --url https://mcp.example.com/sse --sse --oauth`,
 	flags: flagged(func(fs *flag.FlagSet, f *serverAddFlags) {
 		f.env = envFlag{}
 		fs.Var(f.env, "env", "set `KEY=VALUE` in the server's environment (repeatable)")
 		fs.StringVar(&f.url, "url", "", "the remote server's MCP `URL` (streamable HTTP)")
+		fs.BoolVar(&f.sse, "sse", false, "the --url is an event stream of the older HTTP+SSE transport (protocol 2024-11-05)")
 		f.header = envFlag{}
 		fs.Var(f.header, "header", "send header `NAME=VALUE` with every request to a remote server (repeatable)")
 		fs.Var(&f.secretHeader, "secret-header", "ask for the value of header `NAME` and keep it in the keychain (repeatable)")
@@ -219,6 +222,9 @@ func (c *cli) addRemoteServer(ctx context.Context, f *serverAddFlags, pos []stri
 	}
 	srv := store.Server{Name: pos[0], Transport: store.TransportHTTP, URL: f.url,
 		Headers: map[string]string(f.header)}
+	if f.sse {
+		srv.Transport = store.TransportSSE
+	}
 	if f.oauth || f.clientID != "" || len(f.scopes) > 0 {
 		srv.Auth, srv.OAuthClientID, srv.OAuthScopes = store.AuthOAuth, f.clientID, f.scopes
 	}
@@ -409,7 +415,7 @@ var serverListCmd = &command{
 // commandLine renders a server's command for people, quoting arguments that
 // need it. Environment values are not shown: they may hold secrets.
 func commandLine(s store.Server) string {
-	if s.Transport == store.TransportHTTP {
+	if s.Remote() {
 		return s.URL
 	}
 	parts := []string{shellwords.Quote(s.Command)}
@@ -546,7 +552,7 @@ var serverTestCmd = &command{
 		defer cancel()
 		var h *gateway.Health
 		hint := "check the command: gatehouse server list; run it by hand to see what it prints"
-		if srv.Transport == store.TransportHTTP {
+		if srv.Remote() {
 			remote, _, rerr := downstream.Remote(srv, vaultFor(st))
 			if rerr != nil {
 				return withHint(rerr, "store the secret with: gatehouse secret set ID")
@@ -611,7 +617,7 @@ func summary(s string, n int) string {
 // whose Landlock ABI is abi (0: none).
 func confinedState(s store.Server, abi int) string {
 	switch {
-	case s.Transport == store.TransportHTTP:
+	case s.Remote():
 		return "remote"
 	case !s.Confine:
 		return "no"
@@ -704,7 +710,7 @@ A server to be confined does not start where confinement cannot be applied
 		if err != nil {
 			return err
 		}
-		if srv.Transport == store.TransportHTTP {
+		if srv.Remote() {
 			return usagef("server set: %s is a remote server: Gatehouse does not start it, so it cannot be confined", srv.Name)
 		}
 		if err := f.apply(&srv); err != nil {

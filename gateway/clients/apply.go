@@ -267,6 +267,12 @@ func (m *Manager) cleanup(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
+		// A sign-in made for a server governing registered goes with it.
+		if g, ok := m.kc.(signIns); ok {
+			if err := g.DeleteOAuthGrant(name); err != nil && !errors.Is(err, vault.ErrNotFound) {
+				errs = append(errs, fmt.Errorf("the sign-in to %s stays in the keychain: %w", name, err))
+			}
+		}
 		for _, id := range ids {
 			if err := m.kc.DeleteSecret(id); err != nil && !errors.Is(err, vault.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("secret %s stays in the keychain: %w", id, err))

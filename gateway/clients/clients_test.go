@@ -278,13 +278,23 @@ type roundTrip struct {
 
 var roundTrips = []roundTrip{
 	{
+		name: "claude code, sign-in with OAuth and mcp-remote", goos: "linux", client: ClaudeCode, fixture: "claude_oauth.json",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".claude.json") },
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"wrapNOTrealTOKEN0123456789abcdef"},
+		governed: []string{"notion", "figma", "asana", "wrapped-token", "legacy", "wrapped-sse"},
+		skipped: map[string]string{
+			"helper":      "headersHelper",
+			"wrapped-odd": "--static-oauth-client-info",
+		},
+	},
+	{
 		name: "claude code", goos: "linux", client: ClaudeCode, fixture: "claude.json",
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".claude.json") },
 		prefix:   [][]string{{"mcpServers"}, {"projects", "/home/dev/src/webapp", "mcpServers"}},
 		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000a1", "sntrys_testNOTREAL_abcdefghijklmnop"},
-		governed: []string{"github", "sentry", "shell-env", "postgres", "données"},
+		governed: []string{"github", "sentry", "shell-env", "postgres", "données", "linear"},
 		skipped: map[string]string{
-			"linear":  "SSE transport",
 			"missing": "not found",
 		},
 	},
@@ -349,16 +359,15 @@ var roundTrips = []roundTrip{
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".config", "Code", "User", "mcp.json") },
 		prefix:   [][]string{{"servers"}},
 		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000d4", "vscNOTreal-0123"},
-		governed: []string{"Perplexity", "fetch", "github-remote", "search-remote"},
-		skipped:  map[string]string{"workspace-files": "${workspaceFolder}"},
+		governed: []string{"Perplexity", "fetch", "github-remote", "search-remote", "workspace-files"},
 	},
 	{
 		name: "vscode, windows", goos: "windows", client: VSCode, fixture: "vscode_mcp.json",
 		path:     func(mc *machine) string { return filepath.Join(mc.env.AppData, "Code", "User", "mcp.json") },
 		prefix:   [][]string{{"servers"}},
 		secrets:  []string{"ghp_testTOKENnotREAL0000000000000000d4", "vscNOTreal-0123"},
-		governed: []string{"Perplexity", "github-remote", "search-remote"},
-		skipped:  map[string]string{"fetch": "uvx", "workspace-files": "${workspaceFolder}"},
+		governed: []string{"Perplexity", "github-remote", "search-remote", "workspace-files"},
+		skipped:  map[string]string{"fetch": "uvx"},
 	},
 	{
 		name: "cursor", goos: "linux", client: Cursor, fixture: "cursor_mcp.json",
@@ -381,8 +390,7 @@ var roundTrips = []roundTrip{
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".gemini", "settings.json") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"AIzaTestNOTreal0123456789abcdefghijk", "testNOTreal-0123456789"},
-		governed: []string{"pythonTools", "httpServer"},
-		skipped:  map[string]string{"sseServer": "SSE"},
+		governed: []string{"pythonTools", "httpServer", "sseServer"},
 	},
 	{
 		name: "cline", goos: "linux", client: Cline, fixture: "cline_mcp_settings.json",
@@ -391,8 +399,7 @@ var roundTrips = []roundTrip{
 		},
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"clineNOTreal-0123456789", "clineNOTrealTOKEN0123456789"},
-		governed: []string{"local-server", "remote-server"},
-		skipped:  map[string]string{"legacy-sse": "SSE"},
+		governed: []string{"local-server", "remote-server", "legacy-sse"},
 	},
 	{
 		name: "cline, messy: CRLF, tabs, unknown keys, escapes, other servers", goos: "linux", client: Cline, fixture: "cline_messy.json",
@@ -401,8 +408,8 @@ var roundTrips = []roundTrip{
 		},
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"BSAclineNOTreal", "donNOTreal-0123456789abcdef"},
-		governed: []string{"brave search (work)", "données"},
-		skipped:  map[string]string{"shell": "not found", "events": "SSE"},
+		governed: []string{"brave search (work)", "données", "events"},
+		skipped:  map[string]string{"shell": "not found"},
 	},
 	{
 		name: "cline cli, macOS", goos: "darwin", client: Cline, fixture: "cline_mcp_settings.json",
@@ -411,7 +418,7 @@ var roundTrips = []roundTrip{
 		},
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"clineNOTreal-0123456789", "clineNOTrealTOKEN0123456789"},
-		governed: []string{"local-server", "remote-server"},
+		governed: []string{"local-server", "remote-server", "legacy-sse"},
 	},
 	{
 		name: "roo code, windows", goos: "windows", client: RooCode, fixture: "roo_mcp_settings.json",
@@ -420,8 +427,8 @@ var roundTrips = []roundTrip{
 		},
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"rooNOTrealHEADER-0123456789"},
-		governed: []string{"remote-server"},
-		skipped:  map[string]string{"local-server": "relative", "sse-server": "SSE", "workspace-server": "${env:HOME}"},
+		governed: []string{"remote-server", "sse-server", "workspace-server"},
+		skipped:  map[string]string{"local-server": "relative"},
 	},
 	{
 		name: "roo code, project", goos: "linux", client: RooCode, fixture: "roo_mcp_settings.json",
@@ -429,8 +436,7 @@ var roundTrips = []roundTrip{
 		cwd:      func(mc *machine) string { return filepath.Join(mc.home, "src", "app", "web") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"rooNOTreal-0123456789", "rooNOTrealHEADER-0123456789"},
-		governed: []string{"local-server", "remote-server"},
-		skipped:  map[string]string{"sse-server": "SSE", "workspace-server": "${env:HOME}"},
+		governed: []string{"local-server", "remote-server", "sse-server", "workspace-server"},
 	},
 	{
 		name: "kilo code cli", goos: "linux", client: KiloCode, fixture: "kilo_mcp_settings.json",
@@ -453,8 +459,7 @@ var roundTrips = []roundTrip{
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".kiro", "settings", "mcp.json") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"BSAkiroNOTrealKEY0123456789", "kiroNOTrealHEADER-0123456789"},
-		governed: []string{"web-search", "docs"},
-		skipped:  map[string]string{"api-server": "${API_TOKEN}"},
+		governed: []string{"web-search", "docs", "api-server"},
 	},
 	{
 		name: "kiro, workspace", goos: "linux", client: Kiro, fixture: "kiro_mcp.json",
@@ -464,8 +469,7 @@ var roundTrips = []roundTrip{
 		cwd:      func(mc *machine) string { return filepath.Join(mc.home, "work", "shop") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"BSAkiroNOTrealKEY0123456789", "kiroNOTrealHEADER-0123456789"},
-		governed: []string{"web-search", "docs"},
-		skipped:  map[string]string{"api-server": "${API_TOKEN}"},
+		governed: []string{"web-search", "docs", "api-server"},
 	},
 	{
 		name: "amazon q", goos: "linux", client: AmazonQ, fixture: "amazonq_mcp.json",
@@ -495,32 +499,28 @@ var roundTrips = []roundTrip{
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".config", "opencode", "opencode.json") },
 		prefix:   [][]string{{"mcp"}},
 		secrets:  []string{"ocNOTreal-0123456789abc", "ocNOTrealTOKEN0123456789"},
-		governed: []string{"my-local-mcp-server", "my-remote-mcp"},
-		skipped:  map[string]string{"context7": "{env:CONTEXT7_API_KEY}"},
+		governed: []string{"my-local-mcp-server", "my-remote-mcp", "context7"},
 	},
 	{
 		name: "opencode 2, messy: comments, trailing commas, CRLF", goos: "windows", client: OpenCode, fixture: "opencode_messy.jsonc",
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".config", "opencode", "opencode.jsonc") },
 		prefix:   [][]string{{"mcp", "servers"}},
 		secrets:  []string{"ocNOTrealARG0123456789abcdef", "ocNOTrealENV0123456789", "ocNOTrealQUERY0123456789"},
-		governed: []string{"search", "notes"},
-		skipped:  map[string]string{"docs": "{env:HOME}"},
+		governed: []string{"search", "notes", "docs"},
 	},
 	{
 		name: "copilot cli", goos: "darwin", client: CopilotCLI, fixture: "copilot_mcp_config.json",
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".copilot", "mcp-config.json") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"github_pat_testNOTREAL_copilot0123456789"},
-		governed: []string{"playwright", "github"},
-		skipped:  map[string]string{"legacy-events": "SSE"},
+		governed: []string{"playwright", "github", "legacy-events"},
 	},
 	{
 		name: "copilot cli, messy: CRLF, four spaces, unknown keys, one-line entries", goos: "linux", client: CopilotCLI, fixture: "copilot_messy.json",
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".copilot", "mcp-config.json") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"cpNOTreal-pass", "cpNOTrealTOKEN-0123456789", "cpNOTrealHEADER-0123456789"},
-		governed: []string{"warehouse", "search"},
-		skipped:  map[string]string{"oauth-server": "oauth"},
+		governed: []string{"warehouse", "search", "oauth-server"},
 	},
 	{
 		name: "warp", goos: "linux", client: Warp, fixture: "warp_mcp.json",
@@ -541,8 +541,7 @@ var roundTrips = []roundTrip{
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".qwen", "settings.json") },
 		prefix:   [][]string{{"mcpServers"}},
 		secrets:  []string{"qwenNOTreal-0123456789", "qwenNOTrealTOKEN0123456789"},
-		governed: []string{"pythonTools", "httpServer"},
-		skipped:  map[string]string{"sseServer": "SSE"},
+		governed: []string{"pythonTools", "httpServer", "sseServer"},
 	},
 }
 
@@ -957,5 +956,64 @@ func TestGovernedShapes(t *testing.T) {
 				t.Errorf("server %s: %s = %q, want a keychain reference", tc.server, tc.env, v)
 			}
 		})
+	}
+}
+
+func (k *fakeKeychain) DeleteOAuthGrant(server string) error {
+	return k.DeleteSecret("oauth:" + server)
+}
+
+// Remote entries without a credential of their own, and mcp-remote
+// wrappers, become remote servers that sign in with OAuth when the server
+// asks; a wrapper's header from the entry's env becomes a header whose
+// secret is in the keychain; undo takes the sign-in away with the server.
+func TestGovernSignInWithOAuth(t *testing.T) {
+	mc := newMachine(t, "linux")
+	path := filepath.Join(mc.home, ".claude.json")
+	mc.place("claude_oauth.json", path)
+	pl := mc.govern(Selection{Clients: []ID{ClaudeCode}})
+	byName := map[string]store.Server{}
+	for _, s := range mc.servers() {
+		byName[s.Name] = s
+	}
+	for _, tc := range []struct {
+		name, transport, url, auth, clientID string
+		headers                              int
+	}{
+		{"notion", store.TransportHTTP, "https://mcp.notion.com/mcp", store.AuthOAuth, "", 0},
+		{"figma", store.TransportHTTP, "https://mcp.figma.com/mcp", store.AuthOAuth, "figma-client-123", 0},
+		{"asana", store.TransportHTTP, "https://mcp.asana.com/mcp", store.AuthOAuth, "", 0},
+		{"wrapped-token", store.TransportHTTP, "https://mcp.internal.example/mcp", store.AuthNone, "", 1},
+		{"legacy", store.TransportSSE, "https://mcp.legacy.example/sse", store.AuthOAuth, "", 0},
+		{"wrapped-sse", store.TransportSSE, "https://mcp.linear.app/sse", store.AuthOAuth, "", 0},
+	} {
+		s, ok := byName[tc.name]
+		if !ok {
+			t.Errorf("server %s not registered", tc.name)
+			continue
+		}
+		if s.Transport != tc.transport || s.URL != tc.url || s.Auth != tc.auth || s.OAuthClientID != tc.clientID || len(s.Headers) != tc.headers {
+			t.Errorf("server %s = %+v, want %s at %s, auth %q, client id %q, %d headers", tc.name, s, tc.transport, tc.url, tc.auth, tc.clientID, tc.headers)
+		}
+	}
+	if h := byName["wrapped-token"].Headers["Authorization"]; !strings.HasPrefix(h, "vault://secret/") {
+		t.Errorf("wrapped-token's Authorization = %q, want a keychain reference", h)
+	}
+	var notes []string
+	for _, r := range pl.Results {
+		if r.Name == "notion" {
+			notes = r.Notes
+		}
+	}
+	if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "gatehouse server login notion") }) {
+		t.Errorf("notion's notes = %q, want the sign-in command", notes)
+	}
+	if got := string(mc.read(path)); !strings.Contains(got, `"timeout": 30000`) {
+		t.Errorf("figma's timeout is not kept:\n%s", got)
+	}
+	mc.kc.SetSecret("oauth:notion", `{"access_token":"x"}`)
+	mc.undo(Selection{Clients: []ID{ClaudeCode}})
+	if _, err := mc.kc.Secret("oauth:notion"); err == nil {
+		t.Error("the sign-in to notion is still in the keychain after undo")
 	}
 }

@@ -1,9 +1,13 @@
 package clients
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -41,6 +45,12 @@ type source struct {
 	url       string
 	urlSpan   [2]int // the URL's token in the file
 	headers   []kv
+	// A remote entry signs in with OAuth where the server asks: the
+	// client's own sign-in ("oauth"), or no credential in the entry.
+	oauthClientID string   // the client id the entry names, if any
+	oauthScopes   []string // the scopes it names, if any
+	sse           bool     // the 2024-11-05 HTTP+SSE transport
+	wrapper       string   // the program that reached the remote server ("mcp-remote"), if any
 	// How it is written.
 	hasType   bool
 	typ       string // the "type" it has
@@ -95,6 +105,9 @@ func (s *source) checkReferences() *source {
 		values = append(values, v.k, v.v)
 	}
 	for _, v := range values {
+		if strings.Contains(strings.ToLower(v), "client-env://") {
+			return s.unsupported("it names a value the proxy takes from its client (client-env://...), which only Gatehouse may put in a registration")
+		}
 		if strings.Contains(strings.ToLower(v), "vault://") {
 			return s.unsupported("it names a Gatehouse keychain secret (vault://...), which only Gatehouse may put in a registration: give the value itself, and governing moves it to the keychain")
 		}
@@ -391,10 +404,13 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 			s.byHand = who
 			return s
 		}
-		for _, v := range append([]string{s.command, s.cwd}, s.args...) {
-			if sp.expands(v) {
-				return s.unsupported("its command line uses %s, which only %s expands", varIn(v), sp.name)
-			}
+		if i, ok := mcpRemoteAt(s.command, s.args); ok {
+			return s.fromMCPRemote(sp, i)
+		}
+		// Arguments and the folder the client expands are passed to the
+		// proxy through the entry's env; the program is the registration's.
+		if sp.expands(s.command) {
+			return s.unsupported("its command uses %s, which only %s expands: the proxy runs the program registered, never one the client names", varIn(s.command), sp.name)
 		}
 	case urlNode != nil:
 		s.transport, s.mainAt = "http", at(urlKey)
@@ -407,27 +423,27 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 		case sp.id == ClaudeDesktop:
 			return s.unsupported("Claude Desktop does not read remote servers from this file (add them as connectors in the app)")
 		case (sp.id == GeminiCLI || sp.id == QwenCode) && urlKey == "url", hasType && typ == "sse":
-			return s.unsupported("it uses the SSE transport; Gatehouse proxies streamable HTTP servers")
+			s.sse = true // the HTTP+SSE transport of 2024-11-05
 		case hasType && typ != "http" && typ != "streamable-http" && typ != "streamableHttp" && !(sp.id == OpenCode && typ == "remote"):
 			return s.unsupported("its type %q is not one Gatehouse proxies", typ)
 		}
-		for _, k := range []string{"oauth", "headersHelper", "authProviderType"} {
-			if n := get(k); n != nil && !(n.kind == jsonBool && p.data[n.start] == 'f') { // OpenCode's "oauth": false turns it off
-				return s.unsupported("it signs in with %q, which the proxy does not do", k)
+		if n := get("headersHelper"); n != nil {
+			return s.unsupported("its headers come from a command the client runs (headersHelper), which the proxy does not run")
+		}
+		if n := get("authProviderType"); n != nil {
+			if v, _ := p.str(n); v != "dynamic_discovery" {
+				return s.unsupported("it signs in with %s's own credentials (authProviderType), which the proxy does not hold", sp.name)
 			}
 		}
-		if sp.expands(u) {
-			return s.unsupported("its URL uses %s, which only %s expands", varIn(u), sp.name)
+		if n := get("oauth"); n != nil {
+			if err := p.oauthSettings(n, s); err != nil {
+				return s.unsupported("%v", err)
+			}
 		}
 		if n := get("headers"); n != nil {
 			h, err := p.stringMap(n, "headers")
 			if err != nil {
 				return s.unsupported("%v", err)
-			}
-			for _, h := range h {
-				if sp.expands(h.v) {
-					return s.unsupported("its header %s uses %s, which only %s expands", h.k, varIn(h.v), sp.name)
-				}
 			}
 			s.headers = h
 		}
@@ -437,6 +453,178 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 		return s.unsupported("it has neither a command nor a URL")
 	}
 	return s
+}
+
+// mcpRemoteAt reports whether a command line runs mcp-remote (the npm
+// package that reaches a remote server for a client that runs stdio
+// servers only), and the index of its first argument of its own.
+func mcpRemoteAt(command string, args []string) (int, bool) {
+	base := strings.ToLower(command[strings.LastIndexAny(command, `/\`)+1:])
+	base = strings.TrimSuffix(strings.TrimSuffix(base, ".cmd"), ".exe")
+	isPkg := func(a string) bool { return a == "mcp-remote" || strings.HasPrefix(a, "mcp-remote@") }
+	switch base {
+	case "mcp-remote":
+		return 0, true
+	case "npx", "bunx", "pnpx":
+		for i, a := range args {
+			switch {
+			case a == "-y" || a == "--yes" || a == "-q" || a == "--quiet":
+			case isPkg(a):
+				return i + 1, true
+			default:
+				return 0, false
+			}
+		}
+	}
+	return 0, false
+}
+
+// fromMCPRemote reads an mcp-remote command line from its argument i:
+// the server's URL, an optional callback port, --header "Name: value"
+// (with ${VAR} from the entry's env, as mcp-remote expands it),
+// --transport, and options that change nothing for the proxy. The entry
+// becomes a remote one; anything else leaves it not governed.
+func (s *source) fromMCPRemote(sp *spec, i int) *source {
+	args, spans := s.args[i:], s.argSpans[i:]
+	env := map[string]kv{}
+	for _, v := range s.env {
+		env[v.k] = v
+	}
+	transport := ""
+	for j := 0; j < len(args); j++ {
+		a := args[j]
+		value := func() (string, [2]int, bool) {
+			if j+1 >= len(args) {
+				return "", [2]int{}, false
+			}
+			j++
+			return args[j], spans[j], true
+		}
+		switch {
+		case !strings.HasPrefix(a, "-") && s.url == "":
+			s.url, s.urlSpan = a, spans[j]
+		case !strings.HasPrefix(a, "-") && isPort(a):
+			// The port mcp-remote listens on for its own sign-in.
+		case a == "--header":
+			h, span, ok := value()
+			name, v, found := strings.Cut(h, ":")
+			if !ok || !found || strings.TrimSpace(name) == "" {
+				return s.unsupported("mcp-remote's --header %q is not Name:value", h)
+			}
+			v = strings.TrimSpace(v)
+			// mcp-remote expands ${VAR} from its environment, which is
+			// the entry's env: the value is taken from there.
+			var missing string
+			expanded := dollarBraceRE.ReplaceAllStringFunc(v, func(ref string) string {
+				e, ok := env[ref[2:len(ref)-1]]
+				if !ok {
+					missing = ref
+					return ""
+				}
+				span = e.span
+				return e.v
+			})
+			if missing != "" {
+				return s.unsupported("mcp-remote's header %s uses %s, which is not in the entry's env", strings.TrimSpace(name), missing)
+			}
+			if sp.expands(expanded) {
+				return s.unsupported("mcp-remote's header %s uses %s, which only %s expands", strings.TrimSpace(name), varIn(expanded), sp.name)
+			}
+			s.headers = append(s.headers, kv{k: strings.TrimSpace(name), v: expanded, span: span})
+		case a == "--transport":
+			t, _, ok := value()
+			if !ok {
+				return s.unsupported("mcp-remote's --transport has no value")
+			}
+			transport = t
+		case a == "--allow-http", a == "--debug", a == "--silent":
+		default:
+			return s.unsupported("it runs mcp-remote with %s, an option Gatehouse does not take over", a)
+		}
+	}
+	if s.url == "" {
+		return s.unsupported("it runs mcp-remote without a URL")
+	}
+	if sp.expands(s.url) {
+		return s.unsupported("its URL uses %s, which only %s expands", varIn(s.url), sp.name)
+	}
+	switch transport {
+	case "sse-only", "sse-first":
+		s.sse = true
+	case "", "http-first":
+		// mcp-remote tries streamable HTTP first, and falls back to SSE:
+		// an address that ends in /sse is an SSE server's.
+		if u, err := url.Parse(s.url); err == nil && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/sse") {
+			s.sse = true
+		}
+	case "http-only":
+	default:
+		return s.unsupported("it runs mcp-remote with --transport %q", transport)
+	}
+	s.transport, s.wrapper, s.command = "http", "mcp-remote", ""
+	return s
+}
+
+func isPort(a string) bool {
+	n, err := strconv.Atoi(a)
+	return err == nil && n > 0 && n < 65536
+}
+
+// dollarBraceRE is ${NAME}, as mcp-remote expands it in a header.
+var dollarBraceRE = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
+// oauthSettings reads a remote entry's "oauth" member (Claude Code's
+// clientId and callbackPort, Gemini's and Kiro's enabled, clientId and
+// scopes, OpenCode's clientId and scope, or false): the proxy signs in
+// itself, with the client id the entry names. A client secret stays with
+// the client: such an entry is not governed.
+func (p *parsed) oauthSettings(n *jnode, s *source) error {
+	switch n.kind {
+	case jsonBool:
+		return nil // true: sign in when asked, as without it; false: OpenCode's "no sign-in", the same to the proxy
+	case jsonObject:
+	default:
+		return errors.New(`"oauth" is not an object`)
+	}
+	for _, mb := range n.members {
+		switch mb.key {
+		case "clientId", "client_id":
+			v, ok := p.str(mb.val)
+			if !ok {
+				return fmt.Errorf("oauth.%s is not a string", mb.key)
+			}
+			s.oauthClientID = v
+		case "scopes":
+			if mb.val.kind != jsonArray {
+				return errors.New("oauth.scopes is not a list")
+			}
+			for _, e := range mb.val.elems {
+				v, ok := p.str(e)
+				if !ok {
+					return errors.New("oauth.scopes holds something other than strings")
+				}
+				s.oauthScopes = append(s.oauthScopes, v)
+			}
+		case "scope":
+			v, ok := p.str(mb.val)
+			if !ok {
+				return errors.New("oauth.scope is not a string")
+			}
+			s.oauthScopes = strings.Fields(v)
+		case "clientSecret", "client_secret":
+			return errors.New("it signs in with an OAuth client secret the client holds, which the proxy does not")
+		case "enabled":
+			if mb.val.kind == jsonBool && p.data[mb.val.start] == 'f' {
+				s.oauthClientID, s.oauthScopes = "", nil
+				return nil
+			}
+		case "callbackPort", "redirectUri":
+			// The proxy listens for the browser on a port of its own.
+		default:
+			return fmt.Errorf("oauth.%s is a sign-in setting the proxy does not know", mb.key)
+		}
+	}
+	return nil
 }
 
 // varIn returns the first ${...} (or $NAME) in v, for messages.

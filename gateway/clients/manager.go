@@ -27,6 +27,14 @@ type Keychain interface {
 
 var _ Keychain = (*vault.Vault)(nil)
 
+// signIns is a keychain that also holds OAuth sign-ins: undoing removes
+// the sign-in to a server governing registered with the server.
+type signIns interface {
+	DeleteOAuthGrant(server string) error
+}
+
+var _ signIns = (*vault.Vault)(nil)
+
 // Options configure [New].
 type Options struct {
 	// Env is the machine to look at; nil means [SystemEnv].

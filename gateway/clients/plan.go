@@ -417,6 +417,13 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		sure := secretArgs(src.args)
 		for i, a := range src.args {
 			switch {
+			case sp.expands(a):
+				// The client expands it: the entry's env passes it to the
+				// proxy, which puts it in this argument's place.
+				name := fmt.Sprintf("GATEHOUSE_ARG_%d", i+1)
+				c.srv.Args[i] = store.ClientEnvRef(name)
+				keepEnv = append(keepEnv, kv{k: name, v: a})
+				res.note("argument %d (%s) is expanded by %s, and passed to the proxy as %s", i+1, varIn(a), sp.name, name)
 			case slices.Contains(sure, i) || slices.Contains(sel.Secrets, "arg:"+strconv.Itoa(i+1)):
 				c.secrets = append(c.secrets, slot{"arg", strconv.Itoa(i)})
 			case maybeSecret(a):
@@ -426,7 +433,11 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		if cmd != src.command {
 			res.note("command %s resolved to %s", src.command, cmd)
 		}
-		if src.cwd != "" {
+		if src.cwd != "" && sp.expands(src.cwd) {
+			c.srv.Cwd = store.ClientEnvRef("GATEHOUSE_CWD")
+			keepEnv = append(keepEnv, kv{k: "GATEHOUSE_CWD", v: src.cwd})
+			res.note("its folder (%s) is expanded by %s, and passed to the proxy as GATEHOUSE_CWD", varIn(src.cwd), sp.name)
+		} else if src.cwd != "" {
 			cwd := src.cwd
 			if !isAbs(e.GOOS, cwd) {
 				if g.scope != ScopeProject {
@@ -473,15 +484,41 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		}
 	case "http":
 		c.srv.URL = src.url
-		if urlSecret(src.url) || slices.Contains(sel.Secrets, "url") {
+		if src.sse {
+			c.srv.Transport = store.TransportSSE
+		}
+		expanded := false
+		switch {
+		case sp.expands(src.url):
+			c.srv.URL = store.ClientEnvRef("GATEHOUSE_URL")
+			keepEnv = append(keepEnv, kv{k: "GATEHOUSE_URL", v: src.url})
+			res.note("its URL (%s) is expanded by %s, and passed to the proxy as GATEHOUSE_URL", varIn(src.url), sp.name)
+		case urlSecret(src.url) || slices.Contains(sel.Secrets, "url"):
 			c.secrets = append(c.secrets, slot{"url", ""})
 		}
 		c.srv.Headers = map[string]string{}
-		for _, h := range src.headers {
+		for i, h := range src.headers {
+			if src.wrapper == "" && sp.expands(h.v) {
+				name := fmt.Sprintf("GATEHOUSE_HEADER_%d", i+1)
+				c.srv.Headers[h.k] = store.ClientEnvRef(name)
+				keepEnv = append(keepEnv, kv{k: name, v: h.v})
+				res.note("header %s (%s) is expanded by %s, and passed to the proxy as %s", h.k, varIn(h.v), sp.name, name)
+				expanded = true
+				continue
+			}
 			c.srv.Headers[h.k] = h.v
 			if looksSecret(h.k, h.v, sel.Secrets) {
 				c.secrets = append(c.secrets, slot{"header", h.k})
 			}
+		}
+		// Without a credential of its own, the entry signs in with OAuth
+		// when the server asks (the client did that itself, or needed
+		// nothing): the proxy then does the same.
+		if len(c.secrets) == 0 && !expanded || src.oauthClientID != "" {
+			c.srv.Auth, c.srv.OAuthClientID, c.srv.OAuthScopes = store.AuthOAuth, src.oauthClientID, src.oauthScopes
+		}
+		if src.wrapper != "" {
+			res.note("reached directly rather than through %s", src.wrapper)
 		}
 	}
 	key := recordKey(f.path, src.locator)
@@ -499,6 +536,9 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		return nil, err
 	}
 	res.Server = name
+	if c.srv.Auth == store.AuthOAuth {
+		res.note("signs in with OAuth if the server asks for it: then run gatehouse server login %s", name)
+	}
 	// Secret ids and the registration as stored.
 	reg := c.srv
 	reg.Name = name
@@ -713,6 +753,7 @@ func (n *namer) ownedBy(name string, rec *record) bool {
 func sameCandidate(a, b *candidate) bool {
 	bySlot := func(x, y slot) int { return strings.Compare(x.kind+"\x00"+x.key, y.kind+"\x00"+y.key) }
 	return a.srv.Transport == b.srv.Transport && a.srv.Command == b.srv.Command && slices.Equal(a.srv.Args, b.srv.Args) &&
+		a.srv.Auth == b.srv.Auth && a.srv.OAuthClientID == b.srv.OAuthClientID && slices.Equal(a.srv.OAuthScopes, b.srv.OAuthScopes) &&
 		a.srv.Cwd == b.srv.Cwd && a.srv.URL == b.srv.URL && maps.Equal(a.srv.Env, b.srv.Env) &&
 		maps.Equal(nilMap(a.srv.Headers), nilMap(b.srv.Headers)) &&
 		slices.Equal(slices.SortedFunc(slices.Values(a.secrets), bySlot), slices.SortedFunc(slices.Values(b.secrets), bySlot))
@@ -729,6 +770,7 @@ func nilMap(m map[string]string) map[string]string {
 // from the keychain; and the ids of its secrets.
 func (n *namer) sameRegistration(reg store.Server, c *candidate) (bool, map[slot]string, error) {
 	if reg.Transport != c.srv.Transport || reg.Command != c.srv.Command || len(reg.Args) != len(c.srv.Args) ||
+		reg.Auth != c.srv.Auth || reg.OAuthClientID != c.srv.OAuthClientID || !slices.Equal(reg.OAuthScopes, c.srv.OAuthScopes) ||
 		reg.Cwd != c.srv.Cwd || len(reg.Env) != len(c.srv.Env) || len(reg.Headers) != len(c.srv.Headers) {
 		return false, nil, nil
 	}

@@ -94,7 +94,9 @@ func Remote(srv store.Server, s Secrets) (gateway.Remote, map[string]string, err
 	if err != nil {
 		return gateway.Remote{}, nil, fmt.Errorf("cannot reach server %s: %w", srv.Name, err)
 	}
-	if p, err := url.Parse(u); err != nil || p.Scheme != "http" && p.Scheme != "https" || p.Host == "" {
+	if _, expanded := store.ParseClientEnvRef(u); expanded {
+		// ExpandClient fills it in, and checks it.
+	} else if p, err := url.Parse(u); err != nil || p.Scheme != "http" && p.Scheme != "https" || p.Host == "" {
 		// Not quoted: it may hold a credential.
 		return gateway.Remote{}, nil, fmt.Errorf("cannot reach server %s: its URL is not an http or https address", srv.Name)
 	}
@@ -104,7 +106,7 @@ func Remote(srv store.Server, s Secrets) (gateway.Remote, map[string]string, err
 			return gateway.Remote{}, nil, fmt.Errorf("cannot reach server %s: %w", srv.Name, err)
 		}
 	}
-	return gateway.Remote{URL: u, Headers: headers}, r.values, nil
+	return gateway.Remote{URL: u, Headers: headers, SSE: srv.Transport == store.TransportSSE}, r.values, nil
 }
 
 // SignIn returns the OAuth client of the remote server srv (registered
@@ -120,11 +122,78 @@ func SignIn(srv store.Server, kc oauth.Keychain, dir string, log *slog.Logger) *
 	})
 }
 
+// ExpandClient puts into cmd and remote (either may be nil) the values
+// the MCP client expanded for the slots the registration srv marks as
+// client-expanded (store.ClientEnvRef), read with getenv from the proxy's
+// environment, which the client set from its entry's env. Only marked
+// slots are filled, each with one whole value: an argument stays one
+// argument. It returns the values put into headers, for redaction. A
+// variable the client did not set is an error: the server was launched
+// by something else than the client that expands it.
+func ExpandClient(srv store.Server, cmd *gateway.Command, remote *gateway.Remote, getenv func(string) (string, bool)) ([]string, error) {
+	get := func(ref, where string) (string, bool, error) {
+		name, ok := store.ParseClientEnvRef(ref)
+		if !ok {
+			return "", false, nil
+		}
+		v, set := getenv(name)
+		if !set {
+			return "", true, fmt.Errorf("cannot start server %s: %s is expanded by the MCP client that launches it (%s), which is not set here: start it from that client", srv.Name, where, name)
+		}
+		return v, true, nil
+	}
+	if cmd != nil {
+		for i := range cmd.Args {
+			v, ok, err := get(srv.Args[i], fmt.Sprintf("argument %d", i+1))
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				cmd.Args[i] = v
+			}
+		}
+		v, ok, err := get(srv.Cwd, "its working folder")
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			cmd.Dir = v
+		}
+	}
+	var secret []string
+	if remote != nil {
+		v, ok, err := get(srv.URL, "its URL")
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if p, err := url.Parse(v); err != nil || p.Scheme != "http" && p.Scheme != "https" || p.Host == "" {
+				return nil, fmt.Errorf("cannot reach server %s: the URL its client expanded is not an http or https address", srv.Name)
+			}
+			remote.URL = v
+		}
+		for k, ref := range srv.Headers {
+			v, ok, err := get(ref, "header "+k)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				if strings.ContainsAny(v, "\r\n\x00") {
+					return nil, fmt.Errorf("cannot reach server %s: the value its client expanded for header %s holds a line break", srv.Name, k)
+				}
+				remote.Headers[k] = v
+				secret = append(secret, v)
+			}
+		}
+	}
+	return secret, nil
+}
+
 // Probe starts the server srv (or reaches it, when remote), completes the
 // MCP handshake and lists its tools, within ctx. What a stdio server prints
 // on its stderr goes to stderr (nil discards it).
 func Probe(ctx context.Context, srv store.Server, s Secrets, stderr io.Writer) (*gateway.Health, error) {
-	if srv.Transport == store.TransportHTTP {
+	if srv.Remote() {
 		r, _, err := Remote(srv, s)
 		if err != nil {
 			return nil, err

@@ -144,3 +144,57 @@ func TestArgumentsAndURLResolve(t *testing.T) {
 		t.Errorf("Remote with a non-HTTP URL = %v, want an error that does not quote it", err)
 	}
 }
+
+// Only the slots a registration marks as client-expanded are filled, each
+// with one whole value, from the variables the client sets; a variable of
+// the environment named anywhere else, or by a value that is not a
+// marker, reaches nothing.
+func TestExpandClient(t *testing.T) {
+	env := map[string]string{
+		"GATEHOUSE_ARG_2":    "/home/dev/project with spaces; rm -rf /",
+		"GATEHOUSE_CWD":      "/home/dev/project",
+		"GATEHOUSE_URL":      "https://mcp.example.com/mcp",
+		"GATEHOUSE_HEADER_1": "Bearer t0ken",
+		"HOME":               "/home/dev",
+	}
+	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	srv := store.Server{Name: "s", Transport: store.TransportStdio, Command: "/usr/bin/node",
+		Args: []string{"client-env://HOME", store.ClientEnvRef("GATEHOUSE_ARG_2"), "${GATEHOUSE_ARG_2}"},
+		Cwd:  store.ClientEnvRef("GATEHOUSE_CWD")}
+	cmd, _, err := Command(srv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ExpandClient(srv, &cmd, nil, getenv); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"client-env://HOME", "/home/dev/project with spaces; rm -rf /", "${GATEHOUSE_ARG_2}"}
+	if !slices.Equal(cmd.Args, want) || cmd.Dir != "/home/dev/project" {
+		t.Errorf("ExpandClient = %q in %q, want %q in /home/dev/project", cmd.Args, cmd.Dir, want)
+	}
+
+	remote := store.Server{Name: "r", Transport: store.TransportHTTP, URL: store.ClientEnvRef("GATEHOUSE_URL"),
+		Headers: map[string]string{"Authorization": store.ClientEnvRef("GATEHOUSE_HEADER_1"), "X-Plain": "client-env://HOME"}}
+	r, _, err := Remote(remote, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := ExpandClient(remote, nil, &r, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.URL != "https://mcp.example.com/mcp" || r.Headers["Authorization"] != "Bearer t0ken" || r.Headers["X-Plain"] != "client-env://HOME" {
+		t.Errorf("ExpandClient = %s %v", r.URL, r.Headers)
+	}
+	if !slices.Equal(secret, []string{"Bearer t0ken"}) {
+		t.Errorf("values to redact = %q", secret)
+	}
+	delete(env, "GATEHOUSE_CWD")
+	if _, err := ExpandClient(srv, &cmd, nil, getenv); err == nil || !strings.Contains(err.Error(), "GATEHOUSE_CWD") {
+		t.Errorf("ExpandClient without the client's variable = %v, want an error naming it", err)
+	}
+	env["GATEHOUSE_URL"] = "file:///etc/passwd"
+	if _, err := ExpandClient(remote, nil, &r, getenv); err == nil {
+		t.Error("ExpandClient took a URL that is not http or https")
+	}
+}

@@ -89,6 +89,10 @@ func (e *SignInError) Error() string {
 
 func (e *SignInError) Unwrap() error { return ErrSignInRequired }
 
+// SignInRequired reports true: the proxy then reaches the server without
+// a token until the server asks for one (gateway.Remote's Tokens).
+func (e *SignInError) SignInRequired() bool { return true }
+
 // Options configure [New]. Nil options mean the defaults.
 type Options struct {
 	// ClientID is the client id registered in advance with the

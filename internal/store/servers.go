@@ -25,6 +25,44 @@ const TransportStdio = "stdio"
 // HTTP transport at URL.
 const TransportHTTP = "http"
 
+// TransportSSE is a remote server Gatehouse reaches over the HTTP+SSE
+// transport of protocol version 2024-11-05: URL is its event stream.
+const TransportSSE = "sse"
+
+// Remote reports whether s is a remote server (streamable HTTP or SSE).
+func (s *Server) Remote() bool {
+	return s.Transport == TransportHTTP || s.Transport == TransportSSE
+}
+
+// clientEnvPrefix starts a registration's value that the MCP client
+// expands: the whole value is a reference to the variable of the proxy's
+// environment that the client sets, from the governed entry's env.
+const clientEnvPrefix = "client-env://"
+
+// clientEnvRE is the variables such a reference may name: nothing else of
+// the proxy's environment reaches a registration.
+var clientEnvRE = regexp.MustCompile(`^GATEHOUSE_(ARG_[1-9][0-9]{0,3}|CWD|URL|HEADER_[1-9][0-9]{0,3})$`)
+
+// ClientEnvRef is the reference to the proxy's environment variable name
+// (GATEHOUSE_ARG_N, GATEHOUSE_CWD, GATEHOUSE_URL, GATEHOUSE_HEADER_N), held
+// in the slot of a registration whose value the MCP client expands.
+func ClientEnvRef(name string) string {
+	if !clientEnvRE.MatchString(name) {
+		panic("store: not a client-expanded variable: " + name)
+	}
+	return clientEnvPrefix + name
+}
+
+// ParseClientEnvRef returns the variable a whole value refers to, when it
+// is a client-expanded reference.
+func ParseClientEnvRef(v string) (string, bool) {
+	name, ok := strings.CutPrefix(v, clientEnvPrefix)
+	if !ok || !clientEnvRE.MatchString(name) {
+		return "", false
+	}
+	return name, true
+}
+
 // AuthNone is a remote server reached with its headers only.
 const AuthNone = ""
 
@@ -36,7 +74,7 @@ const AuthOAuth = "oauth"
 // NAME` starts and relays to.
 type Server struct {
 	Name      string
-	Transport string            // TransportStdio or TransportHTTP
+	Transport string            // TransportStdio, TransportHTTP or TransportSSE
 	Command   string            // stdio: program to run
 	Args      []string          // stdio: its arguments
 	Env       map[string]string // stdio: added to the environment it inherits
@@ -103,12 +141,13 @@ func (s *Server) Validate() error {
 		if s.URL != "" || len(s.Headers) > 0 || s.Auth != AuthNone || s.OAuthClientID != "" || len(s.OAuthScopes) > 0 {
 			return fmt.Errorf("server %s: a stdio server has no URL, headers or sign-in", s.Name)
 		}
-	case TransportHTTP:
+	case TransportHTTP, TransportSSE:
 		// A URL that holds a credential is kept in the keychain, and the
 		// registration refers to it (vault://secret/ID); the proxy checks
 		// the URL it resolves.
 		u, err := url.Parse(s.URL)
-		if !strings.HasPrefix(s.URL, "vault://secret/") && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		_, expanded := ParseClientEnvRef(s.URL)
+		if !strings.HasPrefix(s.URL, "vault://secret/") && !expanded && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 			return fmt.Errorf("server %s: URL %q is not an http or https address", s.Name, s.URL)
 		}
 		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 || s.Cwd != "" {
