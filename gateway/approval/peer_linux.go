@@ -141,8 +141,10 @@ var errUncredentialed = errors.New("the approver's answer came without the sende
 
 func (c *approverConn) Read(p []byte) (int, error) {
 	n, oobn, _, _, err := c.ReadMsgUnix(p, c.oob)
-	if n == 0 {
-		return n, err
+	if n <= 0 {
+		// A read that failed (a deadline passed) reports n as -1: it read
+		// nothing, and its error is the reader's to see.
+		return 0, err
 	}
 	msgs, perr := syscall.ParseSocketControlMessage(c.oob[:oobn])
 	if perr != nil {
