@@ -178,12 +178,10 @@ func TestBudgetsAndSuspend(t *testing.T) {
 	if err != nil || tr.Status != StatusSuccess || len(ft.calls) != n+2 {
 		t.Fatalf("Resume = %v, %v, %d calls; want SUCCESS with b and c run", tr.Status, err, len(ft.calls)-n)
 	}
-	if rep, err := r.Replay(ctx, tr.ID); err != nil || rep.Matched {
-		// The replay of a resumed run meets the PENDING record first: it
-		// suspends where the run did, and says the ends differ.
-		if err != nil {
-			t.Fatal(err)
-		}
+	// The replay of a resumed run meets the PENDING record first, suspends
+	// where the run did, and resumes as the run was.
+	if rep, err := r.Replay(ctx, tr.ID); err != nil || !rep.Matched || rep.Steps != 4 || rep.Status != StatusSuccess {
+		t.Fatalf("Replay of the resumed run = %+v, %v; want every one of its 4 transitions the same, SUCCESS", rep, err)
 	}
 }
 

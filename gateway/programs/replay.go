@@ -46,6 +46,14 @@ func (r *Runner) Replay(ctx context.Context, id string) (*ReplayReport, error) {
 	if err := r.execute(ctx, p, nt, fx); err != nil {
 		return nil, err
 	}
+	// A run that suspended and was resumed goes on in the trace after the
+	// step it waited at: the replay resumes there too, as Resume did.
+	for nt.Status == StatusSuspended && len(nt.Steps) < len(t.Steps) && len(rep.Diffs) == 0 {
+		nt.Status, nt.Error = StatusRunning, ""
+		if err := r.execute(ctx, p, nt, fx); err != nil {
+			return nil, err
+		}
+	}
 	rep.Steps, rep.Status = len(nt.Steps), nt.Status
 	if len(nt.Steps) != len(t.Steps) && len(rep.Diffs) == 0 {
 		rep.Diffs = append(rep.Diffs, Diff{Seq: len(nt.Steps), Why: fmt.Sprintf("the replay made %d steps, the trace %d", len(nt.Steps), len(t.Steps))})
