@@ -97,8 +97,9 @@ type Config struct {
 	Logger       *slog.Logger
 	// Program, when set, names the step of a governed program each call
 	// is made for (gatehouse programs), which its receipt records; nil, or
-	// nil returned, for an agent's own calls.
-	Program func(c *gateway.Call) *entry.Program
+	// nil returned, for an agent's own calls. It is given the context
+	// Authorize was given, which may carry the step.
+	Program func(ctx context.Context, c *gateway.Call) *entry.Program
 }
 
 // SecretSource returns a secret's value by id.
@@ -314,7 +315,7 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		Confinement: g.cfg.Confinement,
 	}
 	if g.cfg.Program != nil {
-		r.Program = g.cfg.Program(c)
+		r.Program = g.cfg.Program(ctx, c)
 	}
 	// A decision that was made is written even if the client has given up.
 	decided := time.Now()
