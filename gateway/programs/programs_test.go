@@ -60,6 +60,7 @@ func TestParseRefusesBadPrograms(t *testing.T) {
 		{"unregistered server", `{"name":"p","steps":[{"name":"a","kind":"tool","server":"github","tool":"t"}]}`, `step "a": server "github" is not registered`},
 		{"condition does not compile", `{"name":"p","steps":[{"name":"a","kind":"condition","if":"steps.("}]}`, `step "a": condition does not compile`},
 		{"condition calls a tool", `{"name":"p","steps":[{"name":"a","kind":"condition","if":"write_file('/etc/x', 'y')"}]}`, `step "a": condition does not compile`},
+		{"condition calls a method", `{"name":"p","steps":[{"name":"r","kind":"tool","server":"fs","tool":"t"},{"name":"a","kind":"condition","if":"steps.r.text.Call() == nil"}]}`, `step "a": condition does not compile: calls steps.r.text.Call: only the built-in functions can be called`},
 		{"condition reads the clock", `{"name":"p","steps":[{"name":"a","kind":"condition","if":"now().Year() > 2000"}]}`, `step "a": condition does not compile`},
 		{"condition runs too long", `{"name":"p","steps":[{"name":"a","kind":"condition","if":"len(filter(1..100000, # % 7 == 0)) > 0"}]}`, `step "a": condition runs too long`},
 		{"condition reads a later step", `{"name":"p","steps":[{"name":"a","kind":"condition","if":"steps.b.text == ''"},{"name":"b","kind":"tool","server":"fs","tool":"t"}]}`, `step "a": if refers to the output of step "b", which does not exist yet`},
