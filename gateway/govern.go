@@ -44,6 +44,12 @@ type Call struct {
 	// IdempotencyKey is the key the client put in the request's _meta
 	// ("idempotencyKey", or "dev.gatehouse/idempotencyKey"); empty when none.
 	IdempotencyKey string
+	// Tag is the opaque string the client put in the request's _meta
+	// ("dev.gatehouse/callTag"); empty when none. A client that runs the
+	// proxy in its own process (gatehouse programs) finds its call's
+	// decision by it. It MUST NOT change how the call is decided: any agent
+	// may send one.
+	Tag string
 	// Definition is the tool as the server listed it in this session; nil
 	// when it never did (an unknown tool).
 	Definition *Tool
@@ -231,6 +237,7 @@ type callParams struct {
 	progressToken  Value // Invalid when there is none
 	client         *Client
 	idempotencyKey string
+	tag            string
 }
 
 // readCallParams reads a tools/call's params, and refuses params that a
@@ -281,8 +288,16 @@ func readCallParams(m message) (callParams, error) {
 			}
 		}
 	}
+	if v, ok := meta.Get(TagMeta); ok {
+		if p.tag, ok = v.Text(); !ok {
+			return p, fmt.Errorf("_meta.%s is a string", TagMeta)
+		}
+	}
 	return p, nil
 }
+
+// TagMeta is the _meta member that carries a call's [Call.Tag].
+const TagMeta = "dev.gatehouse/callTag"
 
 // clientOf reads a clientInfo object.
 func clientOf(info Value) Client {
@@ -333,7 +348,7 @@ func (r *relay) govern(req *request, m message) {
 		client = *p.client
 	}
 	c := &Call{Server: r.server, Tool: p.name, Client: client, Session: r.sessionID,
-		IdempotencyKey: p.idempotencyKey, Definition: def}
+		IdempotencyKey: p.idempotencyKey, Tag: p.tag, Definition: def}
 	if p.arguments.Kind() == Object {
 		c.Arguments = json.RawMessage(p.arguments.Raw())
 		recorded, _ := r.secrets.redactor().redactValue(p.arguments)

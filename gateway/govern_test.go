@@ -229,9 +229,12 @@ func TestReplay(t *testing.T) {
 		t.Errorf("namespaced key = %q", text)
 	}
 	gov.outcome(t)
-	s.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"y":2}}}`)
+	s.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"y":2},"_meta":{"dev.gatehouse/callTag":"st_1"}}}`)
 	if text, _ := toolText(t, s.recvMsg()); !strings.Contains(text, `"y":2`) {
 		t.Errorf("a call without a key did not reach the server: %q", text)
+	}
+	if o := gov.outcome(t); o.call.Tag != "st_1" || o.call.IdempotencyKey != "" {
+		t.Errorf("the call's tag = %q (key %q), want the _meta's st_1 and no key", o.call.Tag, o.call.IdempotencyKey)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -36,24 +37,52 @@ type governedTools struct {
 	mu    sync.Mutex
 	conns map[string]*serverConn    // by server and client; guarded by mu
 	plans map[string]approval.Scope // plan key -> a person's lasting answer; guarded by mu
+	steps map[string]*stepCall      // the calls in flight, by tag; guarded by mu
 }
 
 var _ programs.Tools = (*governedTools)(nil)
 
-// serverConn is one governed connection to a server.
+// serverConn is one governed connection to a server. Many steps (of
+// concurrent runs) may call through it at once.
 type serverConn struct {
 	session *mcp.ClientSession
 	stop    func()
+}
 
-	// callMu is held for one call: the gate's hooks read cur.
-	callMu sync.Mutex
-	cur    *programs.ToolCall
-	auth   *gateway.Authorization
-	wait   bool // the gate asked, and the answer is pending
+// A stepCall is one tool step in flight. Its request carries its tag in
+// _meta ([gateway.TagMeta]); the gate finds the step by it, for the
+// receipt and the plan approval, and leaves its decision here.
+type stepCall struct {
+	tc programs.ToolCall
+
+	mu   sync.Mutex
+	auth *gateway.Authorization // guarded by mu
+	wait bool                   // the gate asked, and the answer is pending; guarded by mu
+}
+
+func (s *stepCall) decided(a *gateway.Authorization, wait bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.auth, s.wait = a, s.wait || wait
+}
+
+func (s *stepCall) decision() (*gateway.Authorization, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.auth, s.wait
+}
+
+// stepKey is the context key of the step a gate's Authorize decides.
+type stepKey struct{}
+
+func stepOf(ctx context.Context) *stepCall {
+	s, _ := ctx.Value(stepKey{}).(*stepCall)
+	return s
 }
 
 func newGovernedTools(ctx context.Context, c *cli, st *store.Store, log *slog.Logger) *governedTools {
-	return &governedTools{c: c, st: st, log: log, ctx: ctx, conns: map[string]*serverConn{}, plans: map[string]approval.Scope{}}
+	return &governedTools{c: c, st: st, log: log, ctx: ctx, conns: map[string]*serverConn{}, plans: map[string]approval.Scope{},
+		steps: map[string]*stepCall{}}
 }
 
 func (g *governedTools) close() {
@@ -69,24 +98,33 @@ func (g *governedTools) Call(ctx context.Context, tc programs.ToolCall) (program
 	if err != nil {
 		return programs.ToolResult{}, err
 	}
-	sc.callMu.Lock()
-	defer sc.callMu.Unlock()
-	sc.cur, sc.auth, sc.wait = &tc, nil, false
-	defer func() { sc.cur = nil }()
 	var args any
 	if err := json.Unmarshal(tc.Args, &args); err != nil {
 		return programs.ToolResult{}, err
 	}
-	res, err := sc.session.CallTool(ctx, &mcp.CallToolParams{Name: tc.Tool, Arguments: args})
+	// The step travels with its call: the gate reads it by the tag, so
+	// calls of concurrent runs on one connection are never mixed up, and
+	// one the runner gave up on is refused rather than taken for another.
+	step := &stepCall{tc: tc}
+	tag := "st_" + rand.Text()
+	g.mu.Lock()
+	g.steps[tag] = step
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.steps, tag)
+		g.mu.Unlock()
+	}()
+	res, err := sc.session.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{gateway.TagMeta: tag}, Name: tc.Tool, Arguments: args})
 	if err != nil {
 		return programs.ToolResult{}, fmt.Errorf("call %s on %s: %w", tc.Tool, tc.Server, err)
 	}
 	out := programs.ToolResult{}
-	if a := sc.auth; a != nil {
+	if a, wait := step.decision(); a != nil {
 		out.Receipt = a.Receipt
 		if !a.Allow {
 			out.Message = a.Message
-			out.Denied, out.Pending = !sc.wait, sc.wait
+			out.Denied, out.Pending = !wait, wait
 			return out, nil
 		}
 	} else {
@@ -134,17 +172,22 @@ func (g *governedTools) conn(server, client string) (*serverConn, error) {
 	gc.client, gc.confinement = client, conf
 	socket := approval.SocketPath(g.st.Dir())
 	gt, stopGate, err := gc.newGate(ctx, g.st, srv, g.log, func(cfg *gate.Config) {
-		cfg.Program = func(*gateway.Call) *entry.Program {
-			if sc.cur == nil {
+		cfg.Program = func(ctx context.Context, _ *gateway.Call) *entry.Program {
+			step := stepOf(ctx)
+			if step == nil {
 				return nil
 			}
-			ref := sc.cur.Ref
+			ref := step.tc.Ref
 			return &ref
 		}
 		cfg.Ask = func(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error) {
-			d, err := g.ask(ctx, socket, sc.cur, req, wait, progress)
+			step := stepOf(ctx)
+			if step == nil {
+				return approval.Ask(ctx, socket, req, wait, progress)
+			}
+			d, err := g.ask(ctx, socket, &step.tc, req, wait, progress)
 			if errors.Is(err, approval.ErrPending) {
-				sc.wait = true
+				step.decided(nil, true)
 			}
 			return d, err
 		}
@@ -155,7 +198,7 @@ func (g *governedTools) conn(server, client string) (*serverConn, error) {
 		return nil, err
 	}
 	opts := &gateway.Options{Logger: g.log, Stderr: g.c.stderr, Secrets: secrets, CallTimeout: gateway.DefaultCallTimeout,
-		Governor: recordingGovernor{gt, sc}}
+		Governor: recordingGovernor{gt, g}}
 	p := gateway.New(server, cmd, opts)
 	if srv.Remote() {
 		p = gateway.NewRemote(server, remote, opts)
@@ -194,16 +237,27 @@ func (g *governedTools) conn(server, client string) (*serverConn, error) {
 	return sc, nil
 }
 
-// recordingGovernor is the gate, keeping each decision for the runner.
+// recordingGovernor is the gate, given each call's step and keeping its
+// decision for the runner.
 type recordingGovernor struct {
-	g  *gate.Gate
-	sc *serverConn
+	g     *gate.Gate
+	tools *governedTools
 }
 
+// errNoStep is a call that is no step in flight: the runner gave up on it
+// before the gate had it (or it never was one).
+var errNoStep = errors.New("the call is no step of a running program (the run gave up on it)")
+
 func (r recordingGovernor) Authorize(ctx context.Context, c *gateway.Call, progress func(string)) (*gateway.Authorization, error) {
-	a, err := r.g.Authorize(ctx, c, progress)
+	r.tools.mu.Lock()
+	step := r.tools.steps[c.Tag]
+	r.tools.mu.Unlock()
+	if step == nil {
+		return nil, errNoStep
+	}
+	a, err := r.g.Authorize(context.WithValue(ctx, stepKey{}, step), c, progress)
 	if err == nil {
-		r.sc.auth = a
+		step.decided(a, false)
 	}
 	return a, err
 }

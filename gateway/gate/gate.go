@@ -100,8 +100,9 @@ type Config struct {
 	Logger       *slog.Logger
 	// Program, when set, names the step of a governed program each call
 	// is made for (gatehouse programs), which its receipt records; nil, or
-	// nil returned, for an agent's own calls.
-	Program func(c *gateway.Call) *entry.Program
+	// nil returned, for an agent's own calls. It is given the context
+	// Authorize was given, which may carry the step.
+	Program func(ctx context.Context, c *gateway.Call) *entry.Program
 }
 
 // SecretSource returns a secret's value by id.
@@ -318,7 +319,7 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 		Confinement: g.cfg.Confinement,
 	}
 	if g.cfg.Program != nil {
-		r.Program = g.cfg.Program(c)
+		r.Program = g.cfg.Program(ctx, c)
 	}
 	if o := res.Observed; o != nil && o.Rule != d.rule {
 		r.Observed = &entry.Observed{Decision: string(o.Decision), Rule: o.Rule}

@@ -46,6 +46,15 @@ type stepNames struct {
 }
 
 func (v *stepNames) Visit(node *ast.Node) {
+	if c, ok := (*node).(*ast.CallNode); ok {
+		// The built-ins are BuiltinNodes: any other call (a method of a
+		// value, a function found at run time) is refused here, not left
+		// to fail or succeed when the run reaches it.
+		if v.err == nil {
+			v.err = fmt.Errorf("calls %s: only the built-in functions can be called", c.Callee.String())
+		}
+		return
+	}
 	m, ok := (*node).(*ast.MemberNode)
 	if !ok {
 		if id, ok := (*node).(*ast.IdentifierNode); ok && id.Value != "steps" && v.err == nil {

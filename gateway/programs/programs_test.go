@@ -60,6 +60,7 @@ func TestParseRefusesBadPrograms(t *testing.T) {
 		{"unregistered server", `{"name":"p","steps":[{"name":"a","kind":"tool","server":"github","tool":"t"}]}`, `step "a": server "github" is not registered`},
 		{"condition does not compile", `{"name":"p","steps":[{"name":"a","kind":"condition","if":"steps.("}]}`, `step "a": condition does not compile`},
 		{"condition calls a tool", `{"name":"p","steps":[{"name":"a","kind":"condition","if":"write_file('/etc/x', 'y')"}]}`, `step "a": condition does not compile`},
+		{"condition calls a method", `{"name":"p","steps":[{"name":"r","kind":"tool","server":"fs","tool":"t"},{"name":"a","kind":"condition","if":"steps.r.text.Call() == nil"}]}`, `step "a": condition does not compile: calls steps.r.text.Call: only the built-in functions can be called`},
 		{"condition reads the clock", `{"name":"p","steps":[{"name":"a","kind":"condition","if":"now().Year() > 2000"}]}`, `step "a": condition does not compile`},
 		{"condition runs too long", `{"name":"p","steps":[{"name":"a","kind":"condition","if":"len(filter(1..100000, # % 7 == 0)) > 0"}]}`, `step "a": condition runs too long`},
 		{"condition reads a later step", `{"name":"p","steps":[{"name":"a","kind":"condition","if":"steps.b.text == ''"},{"name":"b","kind":"tool","server":"fs","tool":"t"}]}`, `step "a": if refers to the output of step "b", which does not exist yet`},
@@ -178,12 +179,10 @@ func TestBudgetsAndSuspend(t *testing.T) {
 	if err != nil || tr.Status != StatusSuccess || len(ft.calls) != n+2 {
 		t.Fatalf("Resume = %v, %v, %d calls; want SUCCESS with b and c run", tr.Status, err, len(ft.calls)-n)
 	}
-	if rep, err := r.Replay(ctx, tr.ID); err != nil || rep.Matched {
-		// The replay of a resumed run meets the PENDING record first: it
-		// suspends where the run did, and says the ends differ.
-		if err != nil {
-			t.Fatal(err)
-		}
+	// The replay of a resumed run meets the PENDING record first, suspends
+	// where the run did, and resumes as the run was.
+	if rep, err := r.Replay(ctx, tr.ID); err != nil || !rep.Matched || rep.Steps != 4 || rep.Status != StatusSuccess {
+		t.Fatalf("Replay of the resumed run = %+v, %v; want every one of its 4 transitions the same, SUCCESS", rep, err)
 	}
 }
 

@@ -46,6 +46,14 @@ func (r *Runner) Replay(ctx context.Context, id string) (*ReplayReport, error) {
 	if err := r.execute(ctx, p, nt, fx); err != nil {
 		return nil, err
 	}
+	// A run that suspended and was resumed goes on in the trace after the
+	// step it waited at: the replay resumes there too, as Resume did.
+	for nt.Status == StatusSuspended && len(nt.Steps) < len(t.Steps) && len(rep.Diffs) == 0 {
+		nt.Status, nt.Error = StatusRunning, ""
+		if err := r.execute(ctx, p, nt, fx); err != nil {
+			return nil, err
+		}
+	}
 	rep.Steps, rep.Status = len(nt.Steps), nt.Status
 	if len(nt.Steps) != len(t.Steps) && len(rep.Diffs) == 0 {
 		rep.Diffs = append(rep.Diffs, Diff{Seq: len(nt.Steps), Why: fmt.Sprintf("the replay made %d steps, the trace %d", len(nt.Steps), len(t.Steps))})
@@ -122,19 +130,28 @@ type View struct {
 
 // StepView is one attempt of a step, as the model reads it.
 type StepView struct {
-	Seq     int             `json:"seq"`
-	Step    string          `json:"step"`
-	Kind    string          `json:"kind"`
-	Status  string          `json:"status"`
-	Output  json.RawMessage `json:"output,omitempty"`
-	Message string          `json:"message,omitempty"`
+	Seq    int    `json:"seq"`
+	Step   string `json:"step"`
+	Kind   string `json:"kind"`
+	Status string `json:"status"`
+	// Output is any JSON value: a json.RawMessage here would be described
+	// to clients as an array of bytes, which the output schema then refuses.
+	Output  any    `json:"output,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // Project is the model's view of t.
 func Project(t *Trace) View {
 	v := View{Trace: t.ID, Program: t.Name, Status: t.Status, Error: t.Error, StepCount: len(t.Steps), Steps: []StepView{}}
 	for _, s := range t.Steps {
-		v.Steps = append(v.Steps, StepView{Seq: s.Seq, Step: s.Step, Kind: s.Kind, Status: s.Status, Output: s.Output, Message: s.Message})
+		sv := StepView{Seq: s.Seq, Step: s.Step, Kind: s.Kind, Status: s.Status, Message: s.Message}
+		if len(s.Output) > 0 {
+			var out any
+			if err := decode(s.Output, &out); err == nil {
+				sv.Output = out
+			}
+		}
+		v.Steps = append(v.Steps, sv)
 	}
 	return v
 }

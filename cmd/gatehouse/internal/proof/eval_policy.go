@@ -39,6 +39,7 @@ func evalCases() []Case {
 	cases = append(cases, custodyCases()...)
 	cases = append(cases, argumentCases()...)
 	cases = append(cases, containmentCases()...)
+	cases = append(cases, programCases()...)
 	// Family by family, in the order of Families.
 	slices.SortStableFunc(cases, func(a, b Case) int {
 		return slices.Index(Families, a.Family) - slices.Index(Families, b.Family)

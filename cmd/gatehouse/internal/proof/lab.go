@@ -165,6 +165,25 @@ func (l *Lab) ProxyEnv(ctx context.Context, name string, env []string, flags ...
 	return s, nil
 }
 
+// Programs starts `gatehouse programs`, the governed programs MCP server,
+// and completes the handshake as client "eval".
+func (l *Lab) Programs(ctx context.Context, flags ...string) (*Session, error) {
+	cmd := exec.Command(l.Bin, append([]string{"programs", "--home", l.Home}, flags...)...)
+	cmd.Env = l.env
+	cmd.Dir = l.Dir
+	s, err := startSession(cmd)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.sessions = append(l.sessions, s)
+	l.mu.Unlock()
+	if err := s.Initialize(ctx, "eval"); err != nil {
+		return nil, fmt.Errorf("connect to gatehouse programs: %w", err)
+	}
+	return s, nil
+}
+
 // Connect starts a proxy for server name and completes the handshake as
 // client "eval".
 func (l *Lab) Connect(ctx context.Context, name string, flags ...string) (*Session, error) {
