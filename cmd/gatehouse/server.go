@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -337,7 +339,17 @@ func applyPackConfinement(srv *store.Server) {
 		}
 	}
 	for _, k := range p.Confine.WriteEnv {
-		if v := srv.Env[k]; filepath.IsAbs(v) && !slices.Contains(srv.AllowWrite, v) {
+		v := srv.Env[k]
+		if !filepath.IsAbs(v) {
+			continue
+		}
+		// A file the server has yet to make (a memory server's first
+		// run) is made in its folder: Landlock grants making a file on
+		// the folder, and a declared path must exist.
+		if _, err := os.Stat(v); errors.Is(err, fs.ErrNotExist) {
+			v = filepath.Dir(v)
+		}
+		if !slices.Contains(srv.AllowWrite, v) {
 			srv.AllowWrite = append(srv.AllowWrite, v)
 		}
 	}

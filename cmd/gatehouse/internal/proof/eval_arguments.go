@@ -39,6 +39,11 @@ func argumentCases() []Case {
 				} else if bytes.Contains(now, []byte(secret)) {
 					return fmt.Errorf("the entry was not governed, its password still in the client's file: %.300s", govern)
 				}
+				// A newly governed server is in quarantine until its user
+				// has looked at it.
+				if err := l.Must(ctx, "server", "review", "warehouse"); err != nil {
+					return err
+				}
 				if err := l.Policy(ctx, "mcp.warehouse.reveal", "ALLOW"); err != nil {
 					return err
 				}
@@ -100,6 +105,9 @@ func argumentCases() []Case {
 				}
 				if !slices.ContainsFunc(strings.Split(list, "\n"), func(line string) bool { return strings.HasPrefix(line, "borrower ") }) {
 					return nil // not registered: nothing can start it with the secret
+				}
+				if err := l.Must(ctx, "server", "review", "borrower"); err != nil {
+					return err
 				}
 				if err := l.Policy(ctx, "mcp.borrower.reveal", "ALLOW"); err != nil {
 					return err
@@ -255,6 +263,11 @@ func machineCase() Case {
 			}
 			// Use two of the servers: their secrets reach them, and what the
 			// client sees is redacted.
+			for _, server := range []string{"postgres", "github"} {
+				if err := l.Must(ctx, "server", "review", server); err != nil {
+					return err
+				}
+			}
 			if err := l.Policy(ctx, "mcp.postgres.reveal", "ALLOW"); err != nil {
 				return err
 			}
@@ -267,8 +280,12 @@ func machineCase() Case {
 					return err
 				}
 				for _, how := range []string{"raw", "base64", "hex", "url"} {
-					if _, err := s.CallTool(ctx, "reveal", map[string]any{"variable": variable, "as": how}); err != nil {
+					res, err := s.CallTool(ctx, "reveal", map[string]any{"variable": variable, "as": how})
+					if err != nil {
 						return err
+					}
+					if res.IsError {
+						return fmt.Errorf("%s's reveal did not run: %.300s", server, res.Raw)
 					}
 				}
 				if err := s.Close(); err != nil {
