@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -71,12 +70,13 @@ func withToken(t *testing.T, target, token string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1 // server-sent events as they come
-	direct := rp.Director
-	rp.Director = func(r *http.Request) {
-		direct(r)
-		r.Header.Set("Authorization", "Bearer "+token)
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			r.Out.Host = r.In.Host
+			r.Out.Header.Set("Authorization", "Bearer "+token)
+		},
+		FlushInterval: -1, // server-sent events as they come
 	}
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
