@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -354,6 +355,21 @@ func received(t *testing.T, files ...string) (logs map[string]exported, spans ma
 	return logs, spans, count
 }
 
+// metricsText reads gatehouse serve's /metrics.
+func metricsText(t *testing.T, base, token string) string {
+	t.Helper()
+	resp, err := (&http.Client{Transport: bearer(token)}).Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %v %s", err, resp.Status)
+	}
+	return string(b)
+}
+
 // freeAddr returns a loopback address no one listens on now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -399,6 +415,12 @@ func TestOTelCollectorGetsEveryRecord(t *testing.T) {
 	// The collector goes down; the agent goes on; then Gatehouse stops too.
 	col.Stop()
 	callTools(t, cs, "collector down", 3)
+	// /metrics shows what waits for the collector.
+	lag := regexp.MustCompile(`(?m)^gatehouse_export_lag_entries\{sink="otlp:http://` + regexp.QuoteMeta(addr) + `"\} (\d+)$`)
+	waitUntil(t, 60*time.Second, "an export lag on /metrics", func() bool {
+		m := lag.FindStringSubmatch(metricsText(t, srv.URL, token))
+		return m != nil && m[1] != "0"
+	})
 	cs.Close()
 	srv.Stop()
 	down := evidenceOf(t, home, 2*perPhase)
@@ -419,6 +441,10 @@ func TestOTelCollectorGetsEveryRecord(t *testing.T) {
 	waitUntil(t, 60*time.Second, "every record at the collector", func() bool {
 		logs, spans, n = received(t, files...)
 		return containsAll(logs, want)
+	})
+	waitUntil(t, 30*time.Second, "no export lag on /metrics", func() bool {
+		m := lag.FindStringSubmatch(metricsText(t, srv.URL, token))
+		return m != nil && m[1] == "0"
 	})
 	for id, w := range want {
 		if got := logs[id]; got != w {

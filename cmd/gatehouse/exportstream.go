@@ -57,6 +57,7 @@ func startExports(ctx context.Context, c *cli, st *store.Store, f *streamFlags, 
 	s, err := stream.Open(ctx, st, &stream.Options{
 		Logger: log.WithGroup("export"),
 		Delivered: func(sink string, n int, err error, lag int64) {
+			m.Set("gatehouse_export_lag_entries", float64(lag), "sink", sink)
 			if err != nil {
 				m.Add("gatehouse_export_errors_total", 1, "sink", sink)
 				return
