@@ -73,7 +73,8 @@ that terminates TLS), and the names clients reach it by, --allowed-host.
 
 GET /health answers {"status":"ok"} without a token; GET /metrics, with a
 token, gives calls by decision and outcome, approval waits, decision and
-receipt commit times, sessions and errors in the Prometheus text format.
+receipt commit times, sessions, errors and the export lag in the Prometheus
+text format.
 
 --export-otlp and --export-syslog send every receipt and outcome of the
 evidence log, as it grows, to an OpenTelemetry collector and a syslog
