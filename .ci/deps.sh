@@ -34,8 +34,9 @@ RUN_PKGS=(gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev lib
 # test: a virtual display and screenshots for the GUI tests, a private D-Bus
 # session with gnome-keyring for the keychain tests, tmux for terminal tests,
 # Python for the test that reads every message as Python's json does (Node,
-# the other reader, comes with the npm peers below).
-TEST_PKGS=(xvfb xauth dbus dbus-x11 gnome-keyring libsecret-tools imagemagick xdotool tmux python3)
+# the other reader, comes with the npm peers below), rsyslog for the test
+# that exports the evidence to a real syslog receiver.
+TEST_PKGS=(xvfb xauth dbus dbus-x11 gnome-keyring libsecret-tools imagemagick xdotool tmux python3 rsyslog)
 # package: the Windows cross build (MinGW-w64, windres) and installer (NSIS),
 # zip, and what packaging/check.sh uses: a Debian root to install the .deb
 # into, rpm, desktop-file-validate, xmllint, and Wine to run the Windows
@@ -291,6 +292,10 @@ if [ "$failed" != 0 ]; then
 fi
 
 go mod download
+if [ "$mode" = test ]; then
+	# The OpenTelemetry Collector the export tests build (a module of its own).
+	(cd cmd/gatehouse/testdata/otelcol && go mod download)
+fi
 if [ "$mode" = package ]; then
 	(cd packaging/tools && go mod download)
 fi

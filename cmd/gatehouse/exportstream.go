@@ -23,6 +23,16 @@ func declareExportFlags(fs *flag.FlagSet, f *streamFlags) {
 	fs.Var(&f.syslog, "export-syslog", "send receipts and outcomes as RFC 5424 syslog to `ADDR`, tcp://HOST:PORT or udp://HOST:PORT (repeatable)")
 }
 
+// exportSettings takes the export destinations from the home's settings
+// when neither --export-otlp nor --export-syslog is given.
+func exportSettings(set store.Settings, fs *flag.FlagSet, f *streamFlags) {
+	if flagGiven(fs, "export-otlp") || flagGiven(fs, "export-syslog") {
+		return
+	}
+	f.otlp = append(f.otlp, set.ExportOTLP...)
+	f.syslog = append(f.syslog, set.ExportSyslog...)
+}
+
 // startExports starts a streamer for each sink f names, until ctx ends.
 // Each sink resumes from its own cursor in the home's database.
 func startExports(ctx context.Context, c *cli, st *store.Store, f *streamFlags, m *httpfront.Metrics, log *slog.Logger) (wait func(), err error) {
@@ -47,6 +57,7 @@ func startExports(ctx context.Context, c *cli, st *store.Store, f *streamFlags, 
 	s, err := stream.Open(ctx, st, &stream.Options{
 		Logger: log.WithGroup("export"),
 		Delivered: func(sink string, n int, err error, lag int64) {
+			m.Set("gatehouse_export_lag_entries", float64(lag), "sink", sink)
 			if err != nil {
 				m.Add("gatehouse_export_errors_total", 1, "sink", sink)
 				return
@@ -88,7 +99,10 @@ and a receiver that dies loses what was in its socket).
 A record carries the log's id, the entry's index, id and leaf hash (check
 it against gatehouse export and verify), the receipt id, server, tool,
 client, decision and rule, and for an outcome its status and duration; it
-never carries arguments or results.`,
+never carries arguments or results.
+
+With neither flag, it sends to the destinations of the home's settings
+export.otlp and export.syslog (the app's Settings set them).`,
 	flags: flagged(func(fs *flag.FlagSet, f *streamFlags) { declareExportFlags(fs, f) }, runExportStream),
 }
 
@@ -96,14 +110,18 @@ func runExportStream(ctx context.Context, c *cli, fs *flag.FlagSet, f *streamFla
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
-	if len(f.otlp)+len(f.syslog) == 0 {
-		return usagef("export-stream: name a destination with --export-otlp or --export-syslog")
-	}
 	st, err := c.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if set, err := st.Settings(ctx); err == nil {
+		exportSettings(set, fs, f)
+	}
+	if len(f.otlp)+len(f.syslog) == 0 {
+		return withHint(usagef("export-stream: name a destination with --export-otlp or --export-syslog"),
+			"or set the home's export.otlp or export.syslog setting (the app's Settings)")
+	}
 	log, closeLog := c.logger(st.LogPath(), "export")
 	defer closeLog()
 	wait, err := startExports(ctx, c, st, f, httpfront.NewMetrics(), log)

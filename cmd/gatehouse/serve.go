@@ -73,11 +73,17 @@ that terminates TLS), and the names clients reach it by, --allowed-host.
 
 GET /health answers {"status":"ok"} without a token; GET /metrics, with a
 token, gives calls by decision and outcome, approval waits, decision and
-receipt commit times, sessions and errors in the Prometheus text format.
+receipt commit times, sessions, errors and the export lag in the Prometheus
+text format.
 
 --export-otlp and --export-syslog send every receipt and outcome of the
 evidence log, as it grows, to an OpenTelemetry collector and a syslog
 receiver (see gatehouse export-stream --help: the same, on its own).
+
+Settings: with no --listen, it listens where the home's setting
+serve.listen says; with neither --export-otlp nor --export-syslog, it
+exports to the destinations of the settings export.otlp and export.syslog
+(the app's Settings set them). A flag given wins over its setting.
 
 Tokens: 'gatehouse serve token add CLIENT' prints a new token once and keeps
 it in the OS keychain; 'token list' lists them (never the token);
@@ -104,6 +110,14 @@ func runServe(ctx context.Context, c *cli, fs *flag.FlagSet, f *serveFlags, args
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	c.approvalWait = f.approvalWait // the setting's, unless the flag was given
+	c.applySettings(ctx, st, fs)
+	applyServeSettings(ctx, st, fs, f)
 	host, _, err := net.SplitHostPort(f.listen)
 	if err != nil {
 		return usagef("serve: --listen %q: %v", f.listen, err)
@@ -117,13 +131,6 @@ func runServe(ctx context.Context, c *cli, fs *flag.FlagSet, f *serveFlags, args
 		return withHint(fmt.Errorf("serve: %s is not a loopback address, and tokens would cross the network in clear", f.listen),
 			"give --tls-cert FILE --tls-key FILE, or --plain-http behind a proxy that terminates TLS")
 	}
-	st, err := c.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	c.applySettings(ctx, st, fs)
-	c.approvalWait = f.approvalWait
 	log, closeLog := c.logger(st.LogPath(), "serve")
 	defer closeLog()
 	v := vaultFor(st)
@@ -194,6 +201,26 @@ func runServe(ctx context.Context, c *cli, fs *flag.FlagSet, f *serveFlags, args
 		srv.Shutdown(sctx)
 		return nil
 	}
+}
+
+// applyServeSettings takes the listening address and the export
+// destinations from the home's settings wherever no flag names them.
+// Settings that cannot be read leave the defaults.
+func applyServeSettings(ctx context.Context, st *store.Store, fs *flag.FlagSet, f *serveFlags) {
+	set, err := st.Settings(ctx)
+	if err != nil {
+		return
+	}
+	if !flagGiven(fs, "listen") && set.ServeListen != "" {
+		f.listen = set.ServeListen
+	}
+	exportSettings(set, fs, &f.exports)
+}
+
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 func anyLive(ts []httpfront.TokenInfo) bool {

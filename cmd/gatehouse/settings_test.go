@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,5 +68,63 @@ func TestProxyTakesTheHomesSettings(t *testing.T) {
 	c.applySettings(ctx, empty, fs)
 	if c.approvalWait != gate.DefaultApprovalWait || c.logLevel != slog.LevelInfo {
 		t.Errorf("with no settings: %v, %v; want the defaults", c.approvalWait, c.logLevel)
+	}
+}
+
+// TestServeTakesTheHomesSettings: gatehouse serve with no flags listens
+// where the home's settings say and exports to their destinations; a flag
+// given wins over its setting, and one export flag replaces both export
+// settings.
+func TestServeTakesTheHomesSettings(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := errors.Join(st.SetServeListen(ctx, "127.0.0.1:8300"),
+		st.SetExportOTLP(ctx, []string{"http://127.0.0.1:4318"}),
+		st.SetExportSyslog(ctx, []string{"tcp://127.0.0.1:6514"})); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name         string
+		args         []string
+		listen       string
+		otlp, syslog []string
+	}{
+		{"settings", nil, "127.0.0.1:8300", []string{"http://127.0.0.1:4318"}, []string{"tcp://127.0.0.1:6514"}},
+		{"--listen wins", []string{"--listen", "127.0.0.1:9000"}, "127.0.0.1:9000", []string{"http://127.0.0.1:4318"}, []string{"tcp://127.0.0.1:6514"}},
+		{"an export flag replaces both", []string{"--export-syslog", "udp://127.0.0.1:514"}, "127.0.0.1:8300", nil, []string{"udp://127.0.0.1:514"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &cli{}
+			fs := c.flagSet("serve")
+			var f serveFlags
+			declareServeFlags(fs, &f)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			applyServeSettings(ctx, st, fs, &f)
+			if f.listen != tt.listen || !slices.Equal(f.exports.otlp, tt.otlp) || !slices.Equal(f.exports.syslog, tt.syslog) {
+				t.Errorf("listen %q, OTLP %q, syslog %q; want %q, %q, %q", f.listen, f.exports.otlp, f.exports.syslog, tt.listen, tt.otlp, tt.syslog)
+			}
+		})
+	}
+	// A home with no settings keeps the default address and exports nothing.
+	empty, err := store.Open(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	c := &cli{}
+	fs := c.flagSet("serve")
+	var f serveFlags
+	declareServeFlags(fs, &f)
+	fs.Parse(nil)
+	applyServeSettings(ctx, empty, fs, &f)
+	if f.listen != defaultServeAddr || len(f.exports.otlp)+len(f.exports.syslog) != 0 {
+		t.Errorf("with no settings: listen %q, exports %+v; want %s and none", f.listen, f.exports, defaultServeAddr)
 	}
 }

@@ -17,13 +17,14 @@ type Metrics struct {
 	counters  map[string]map[string]float64 // name -> labels -> value; guarded by mu
 	hists     map[string]map[string]*histogram
 	gauges    map[string]func() float64
+	set       map[string]map[string]float64 // gauges with labels: name -> labels -> value; guarded by mu
 	helpTexts map[string]string
 }
 
 // NewMetrics returns an empty set of metrics.
 func NewMetrics() *Metrics {
 	m := &Metrics{counters: map[string]map[string]float64{}, hists: map[string]map[string]*histogram{},
-		gauges: map[string]func() float64{}, helpTexts: map[string]string{}}
+		gauges: map[string]func() float64{}, set: map[string]map[string]float64{}, helpTexts: map[string]string{}}
 	for name, help := range metricHelp {
 		m.helpTexts[name] = help
 	}
@@ -92,6 +93,22 @@ func (m *Metrics) Gauge(name string, f func() float64) {
 	m.gauges[name] = f
 }
 
+// Set sets the gauge name with the given label pairs to v.
+func (m *Metrics) Set(name string, v float64, labels ...string) {
+	if m == nil {
+		return
+	}
+	key := labelKey(labels)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.set[name]
+	if g == nil {
+		g = map[string]float64{}
+		m.set[name] = g
+	}
+	g[key] = v
+}
+
 // buckets are the histograms' upper bounds, in seconds.
 var buckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
@@ -156,6 +173,12 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	for _, name := range sortedKeys(m.gauges) {
 		m.header(&b, name, "gauge")
 		fmt.Fprintf(&b, "%s %g\n", name, m.gauges[name]())
+	}
+	for _, name := range sortedKeys(m.set) {
+		m.header(&b, name, "gauge")
+		for _, k := range sortedKeys(m.set[name]) {
+			fmt.Fprintf(&b, "%s%s %g\n", name, k, m.set[name][k])
+		}
 	}
 	n, err := io.WriteString(w, b.String())
 	return int64(n), err

@@ -5,9 +5,13 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -30,6 +34,16 @@ type Settings struct {
 	// until the user reviews it, unless a capability pack knows it. On
 	// unless set off.
 	QuarantineNewServers bool
+	// ServeListen is the HOST:PORT gatehouse serve listens on when no
+	// --listen is given. Empty means its default (loopback).
+	ServeListen string
+	// ExportOTLP are the OTLP/HTTP endpoints (http(s)://HOST:PORT) that
+	// gatehouse serve and export-stream send the evidence to when no
+	// --export-otlp or --export-syslog is given.
+	ExportOTLP []string
+	// ExportSyslog are the syslog receivers (tcp://HOST:PORT or
+	// udp://HOST:PORT), likewise.
+	ExportSyslog []string
 	// Problems lists settings whose stored value could not be read, and
 	// were taken as unset.
 	Problems []string
@@ -41,6 +55,9 @@ const (
 	SettingLogLevel     = "log.level"     // debug, info, warn or error
 	// SettingQuarantineNewServers is "on" or "off"; unset means on.
 	SettingQuarantineNewServers = "quarantine.new_servers"
+	SettingServeListen          = "serve.listen"  // HOST:PORT
+	SettingExportOTLP           = "export.otlp"   // a JSON array of URLs
+	SettingExportSyslog         = "export.syslog" // a JSON array of tcp:// or udp:// addresses
 )
 
 // Bounds of [Settings.ApprovalWait]. Below the minimum a person cannot read
@@ -92,6 +109,27 @@ func (st *Store) Settings(ctx context.Context) (Settings, error) {
 				// Unreadable: the safe side, which is the default.
 				s.Problems = append(s.Problems, fmt.Sprintf("%s = %q: not on or off", k, v))
 			}
+		case SettingServeListen:
+			if err := checkListen(v); err != nil {
+				s.Problems = append(s.Problems, fmt.Sprintf("%s = %q: %v", k, v, err))
+				continue
+			}
+			s.ServeListen = v
+		case SettingExportOTLP, SettingExportSyslog:
+			check := checkOTLP
+			if k == SettingExportSyslog {
+				check = checkSyslog
+			}
+			list, err := parseList(v, check)
+			if err != nil {
+				s.Problems = append(s.Problems, fmt.Sprintf("%s = %q: %v", k, v, err))
+				continue
+			}
+			if k == SettingExportOTLP {
+				s.ExportOTLP = list
+			} else {
+				s.ExportSyslog = list
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -136,6 +174,49 @@ func (st *Store) SetQuarantineNewServers(ctx context.Context, on bool) error {
 	return st.set(ctx, SettingQuarantineNewServers, "off")
 }
 
+// SetServeListen sets the HOST:PORT gatehouse serve listens on when no
+// --listen is given; empty goes back to its default. gatehouse serve
+// reads it when it starts.
+func (st *Store) SetServeListen(ctx context.Context, addr string) error {
+	if addr == "" {
+		return st.unset(ctx, SettingServeListen)
+	}
+	if err := checkListen(addr); err != nil {
+		return fmt.Errorf("set serve address: %w: %q: %v", ErrInvalidSetting, addr, err)
+	}
+	return st.set(ctx, SettingServeListen, addr)
+}
+
+// SetExportOTLP sets the OTLP/HTTP endpoints (http(s)://HOST:PORT[/PATH])
+// gatehouse serve and export-stream send the evidence to when their flags
+// name no destination; none goes back to exporting nothing. Each is read
+// when the process starts.
+func (st *Store) SetExportOTLP(ctx context.Context, urls []string) error {
+	return st.setList(ctx, SettingExportOTLP, urls, checkOTLP)
+}
+
+// SetExportSyslog sets the syslog receivers (tcp://HOST:PORT or
+// udp://HOST:PORT), as [Store.SetExportOTLP] does the collectors.
+func (st *Store) SetExportSyslog(ctx context.Context, addrs []string) error {
+	return st.setList(ctx, SettingExportSyslog, addrs, checkSyslog)
+}
+
+func (st *Store) setList(ctx context.Context, key string, list []string, check func(string) error) error {
+	if len(list) == 0 {
+		return st.unset(ctx, key)
+	}
+	for _, v := range list {
+		if err := check(v); err != nil {
+			return fmt.Errorf("set %s: %w: %q: %v", key, ErrInvalidSetting, v, err)
+		}
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return fmt.Errorf("set %s: %w", key, err)
+	}
+	return st.set(ctx, key, string(b))
+}
+
 func (st *Store) set(ctx context.Context, key, value string) error {
 	_, err := st.db.ExecContext(ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
@@ -162,6 +243,52 @@ func parseApprovalWait(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("not between %v and %v", MinApprovalWait, MaxApprovalWait)
 	}
 	return d, nil
+}
+
+func checkListen(v string) error {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return errors.New("not HOST:PORT")
+	}
+	if strings.ContainsAny(host, " /") {
+		return errors.New("not a host name or address")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return errors.New("not a port number")
+	}
+	return nil
+}
+
+func checkOTLP(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.User != nil {
+		return errors.New("not http(s)://HOST:PORT")
+	}
+	return nil
+}
+
+func checkSyslog(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "tcp" && u.Scheme != "udp") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return errors.New("not tcp://HOST:PORT or udp://HOST:PORT")
+	}
+	return nil
+}
+
+// parseList reads a list setting: a JSON array of strings, each of which
+// check accepts, and nothing else.
+func parseList(v string, check func(string) error) ([]string, error) {
+	dec := json.NewDecoder(strings.NewReader(v))
+	var list []string
+	if err := dec.Decode(&list); err != nil || dec.More() || list == nil {
+		return nil, errors.New("not a JSON array of strings")
+	}
+	for _, e := range list {
+		if err := check(e); err != nil {
+			return nil, fmt.Errorf("%q: %v", e, err)
+		}
+	}
+	return list, nil
 }
 
 func parseLogLevel(v string) (slog.Level, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -151,5 +152,66 @@ func TestIsLocked(t *testing.T) {
 	tx.Rollback()
 	if err := st.SetApprovalWait(ctx, time.Minute); err != nil || IsLocked(err) {
 		t.Errorf("a write once the lock is released = %v, want nil", err)
+	}
+}
+
+func TestServeAndExportSettings(t *testing.T) {
+	ctx := context.Background()
+	st := MustOpen(t)
+	if err := st.SetServeListen(ctx, "0.0.0.0:8443"); err != nil {
+		t.Fatal(err)
+	}
+	otlp := []string{"http://127.0.0.1:4318", "https://collector.example:4318"}
+	if err := st.SetExportOTLP(ctx, otlp); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetExportSyslog(ctx, []string{"tcp://127.0.0.1:6514"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ServeListen != "0.0.0.0:8443" || !slices.Equal(s.ExportOTLP, otlp) || !slices.Equal(s.ExportSyslog, []string{"tcp://127.0.0.1:6514"}) {
+		t.Errorf("Settings() = %+v, want the address and destinations set", s)
+	}
+
+	tests := []struct {
+		name string
+		set  func() error
+	}{
+		{"listen without a port", func() error { return st.SetServeListen(ctx, "127.0.0.1") }},
+		{"listen on port 70000", func() error { return st.SetServeListen(ctx, "127.0.0.1:70000") }},
+		{"OTLP over gRPC's scheme", func() error { return st.SetExportOTLP(ctx, []string{"grpc://c:4317"}) }},
+		{"OTLP with a user in the URL", func() error { return st.SetExportOTLP(ctx, []string{"http://u:p@c:4318"}) }},
+		{"syslog without a scheme", func() error { return st.SetExportSyslog(ctx, []string{"127.0.0.1:514"}) }},
+		{"syslog over http", func() error { return st.SetExportSyslog(ctx, []string{"http://c:514"}) }},
+	}
+	for _, tt := range tests {
+		if err := tt.set(); !errors.Is(err, ErrInvalidSetting) {
+			t.Errorf("%s: error = %v, want ErrInvalidSetting", tt.name, err)
+		}
+	}
+	if s2, _ := st.Settings(ctx); s2.ServeListen != s.ServeListen || !slices.Equal(s2.ExportOTLP, s.ExportOTLP) {
+		t.Errorf("after refused changes, Settings() = %+v, want %+v", s2, s)
+	}
+
+	// Empty goes back to the defaults.
+	if err := errors.Join(st.SetServeListen(ctx, ""), st.SetExportOTLP(ctx, nil), st.SetExportSyslog(ctx, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ = st.Settings(ctx); s.ServeListen != "" || s.ExportOTLP != nil || s.ExportSyslog != nil {
+		t.Errorf("after reset, Settings() = %+v, want them unset", s)
+	}
+
+	// Values another version wrote that this one cannot read are unset.
+	for k, v := range map[string]string{SettingServeListen: "everywhere", SettingExportOTLP: `"http://c:4318"`,
+		SettingExportSyslog: `["tcp://a:1"] ["tcp://b:2"]`} {
+		if err := st.set(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s, _ = st.Settings(ctx); s.ServeListen != "" || s.ExportOTLP != nil || s.ExportSyslog != nil || len(s.Problems) != 3 {
+		t.Errorf("Settings() = %+v, want unreadable values unset, each a problem", s)
 	}
 }
