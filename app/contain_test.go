@@ -7,12 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/gate"
 	"github.com/gatehouse-dev/gatehouse/gateway/policy"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
+	"github.com/gatehouse-dev/gatehouse/receipts"
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 )
 
 // confined is a stdio server to be confined, in quarantine, that matched
@@ -184,5 +187,65 @@ func TestToolRiskSource(t *testing.T) {
 		if got := objectText(r); !strings.Contains(got, want[tl.Name]) {
 			t.Errorf("tool %s shows %q, want %q beside its risk", tl.Name, got, want[tl.Name])
 		}
+	}
+}
+
+func TestHistoryObserved(t *testing.T) {
+	h := newHarness(t, nil)
+	l := h.seeded(5)
+	ctx := context.Background()
+	observed, err := l.AppendReceipt(ctx, entry.Receipt{Capability: "mcp.files.delete_file", Server: "files", Tool: "delete_file",
+		Decision: entry.Allow, Rule: "default:low", Observed: &entry.Observed{Decision: entry.Deny, Rule: "no-deletes"},
+		Client: entry.Client{Name: "cursor"}}, []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendReceipt(ctx, entry.Receipt{Capability: "mcp.files.read_file", Server: "files", Tool: "read_file",
+		Decision: entry.Allow, Rule: "default:low", Client: entry.Client{Name: "cursor"}}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	h.useClock()
+	h.ui.win.Resize(fyne.NewSize(1800, 900)) // room for the whole line
+	p := h.openHistory()
+	const mark = "would have been DENIED by rule no-deletes — observe mode"
+	if got := strings.Count(objectText(p.list), mark); got != 1 {
+		t.Errorf("the list marks %d calls %q, want the one call decided in observe mode:\n%s", got, mark, objectText(p.list))
+	}
+	k := slices.IndexFunc(p.hl.hits, func(x receipts.Hit) bool { return x.ID == observed.ID })
+	if k < 0 {
+		t.Fatal("the call is not in the history")
+	}
+	p.list.Select(k)
+	h.wait("the entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == observed.ID })
+	assertShows(t, oneLine(objectText(p.detail.content)), "Would have been DENIED by rule no-deletes — observe mode",
+		"the call was decided without it, by rule default:low")
+}
+
+func TestPolicyMarksObserveRules(t *testing.T) {
+	h := newHarness(t, nil, everything)
+	ctx := context.Background()
+	ps, err := h.ui.core.policies(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := ps.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := pol.Clone()
+	next.Rules = append(next.Rules,
+		policy.Rule{ID: "no-deletes", Capability: "mcp.everything.delete_*", Decision: policy.Deny, Mode: policy.Observe},
+		policy.Rule{ID: "reads", Capability: "mcp.everything.get_*", Decision: policy.Allow})
+	if _, err := ps.Save(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	h.ui.Open(pagePolicy)
+	p := h.ui.policy
+	h.wait("the rules", func() bool { return len(p.rules) == 2 })
+	h.ui.policy.list.Refresh()
+	screen := objectText(p.content)
+	assertShows(t, screen, "OBSERVE MODE: recorded, not applied · no-deletes")
+	if n := strings.Count(screen, "OBSERVE MODE"); n != 1 {
+		t.Errorf("%d rules marked observe mode, want only no-deletes:\n%s", n, screen)
 	}
 }
