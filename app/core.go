@@ -295,3 +295,21 @@ func (c *core) addRule(ctx context.Context, r policy.Rule) error {
 	}
 	return nil
 }
+
+// reviewServer ends the quarantine of the server called name, as gatehouse
+// server review does: from then on its calls are decided by the policy
+// alone. A server not in quarantine is left as it is.
+func (c *core) reviewServer(ctx context.Context, name string) error {
+	srv, err := c.st.Server(ctx, name)
+	if err != nil {
+		return fmt.Errorf("review server %s: %w", name, err)
+	}
+	if !srv.Quarantined {
+		return nil
+	}
+	srv.Quarantined = false
+	if err := c.st.UpdateServer(ctx, srv); err != nil {
+		return fmt.Errorf("review server %s: %w", name, err)
+	}
+	return nil
+}

@@ -259,6 +259,12 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 		fact("Client", plainLine(client), false)
 		fact("Capability", plainLine(r.Capability), true)
 		fact("Rule", plainLine(r.Rule), true)
+		if o := r.Observed; o != nil {
+			sections = append(sections, newPanel(theme.ColorNameWarning, 0x22, container.NewBorder(nil, nil,
+				container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.VisibilityIcon()))), nil,
+				compact(text(capitalize(observedWords(*o)), widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}}),
+					textBlock("Rule "+plainLine(o.Rule)+" is in observe mode: it records what it would decide, and the call was decided without it, by rule "+plainLine(r.Rule)+". Set the rule to enforce when it decides as you want.", widget.RichTextStyle{})))))
+		}
 		if a := r.Approver; a != nil {
 			by := a.Kind + ": " + a.Scope
 			if a.Until != "" {

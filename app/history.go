@@ -225,7 +225,13 @@ func (p *historyPage) updateRow(id widget.ListItemID, o fyne.CanvasObject) {
 		p.fetchMore()
 		return
 	}
-	r.set(p.hl.hits[id], p.u.clock.Now())
+	h := p.hl.hits[id]
+	obs, ok := p.hl.observed[h.ID]
+	if !ok {
+		r.set(h, nil, p.u.clock.Now())
+	} else {
+		r.set(h, &obs, p.u.clock.Now())
+	}
 	if id >= len(p.hl.hits)-historyPrefetch {
 		p.fetchMore()
 	}
@@ -401,6 +407,7 @@ func (p *historyPage) fetchMore() {
 	type more struct {
 		hits []receipts.Hit
 		next int64
+		obs  map[string]entry.Observed
 	}
 	goRead(p.u, func(ctx context.Context) (more, error) {
 		l, err := p.u.core.reader(ctx)
@@ -408,7 +415,7 @@ func (p *historyPage) fetchMore() {
 			return more{}, err
 		}
 		hits, next, err := readMore(ctx, l, hl)
-		return more{hits, next}, err
+		return more{hits, next, readObserved(ctx, l, hits)}, err
 	}, func(m more, err error) {
 		if gen != p.gen {
 			return
@@ -420,6 +427,7 @@ func (p *historyPage) fetchMore() {
 			return
 		}
 		p.hl.add(m.hits, m.next)
+		p.hl.note(m.obs)
 		p.showList()
 	})
 }
@@ -434,17 +442,25 @@ func (p *historyPage) logGrew(size int64) {
 	gen := p.gen
 	q := p.filter.query(p.u.clock.Now())
 	top := p.hl.top()
-	goRead(p.u, func(ctx context.Context) ([]receipts.Hit, error) {
+	type newer struct {
+		hits []receipts.Hit
+		obs  map[string]entry.Observed
+	}
+	goRead(p.u, func(ctx context.Context) (newer, error) {
 		l, err := p.u.core.reader(ctx)
 		if err != nil {
-			return nil, err
+			return newer{}, err
 		}
 		hits, full, err := readNewer(ctx, l, q, top)
 		if err == nil && !full {
-			return nil, errTooManyNew
+			return newer{}, errTooManyNew
 		}
-		return hits, err
-	}, func(hits []receipts.Hit, err error) {
+		if err != nil {
+			return newer{}, err
+		}
+		return newer{hits, readObserved(ctx, l, hits)}, nil
+	}, func(n newer, err error) {
+		hits := n.hits
 		if gen != p.gen {
 			return
 		}
@@ -459,6 +475,7 @@ func (p *historyPage) logGrew(size int64) {
 		if len(hits) > 0 {
 			offset := p.list.GetScrollOffset()
 			p.hl.prepend(hits)
+			p.hl.note(n.obs)
 			p.showList()
 			if offset > 0 {
 				// Keep what the person looks at in place.
@@ -584,8 +601,9 @@ func (r *historyRow) loading() {
 	setText(r.outcome, "")
 }
 
-// set shows h, its time relative to now.
-func (r *historyRow) set(h receipts.Hit, now time.Time) {
+// set shows h, its time relative to now, and what a rule in observe mode
+// would have decided on it (obs, nil when none would have differed).
+func (r *historyRow) set(h receipts.Hit, obs *entry.Observed, now time.Time) {
 	t := h.Time.Local()
 	setText(r.when, t.Format("15:04:05"))
 	day := t.Format("Jan 2")
@@ -604,11 +622,26 @@ func (r *historyRow) set(h receipts.Hit, now time.Time) {
 	if who == "" {
 		who = string(h.Kind)
 	}
-	setText(r.who, who)
+	seg := r.who.Segments[0].(*widget.TextSegment)
+	seg.Text, seg.Style.ColorName = who, caption.ColorName
+	if obs != nil {
+		seg.Text, seg.Style.ColorName = who+" · "+observedWords(*obs), theme.ColorNameWarning
+	}
+	r.who.Refresh()
 	word, c := statusLook(h)
-	seg := r.outcome.Segments[0].(*widget.TextSegment)
+	seg = r.outcome.Segments[0].(*widget.TextSegment)
 	seg.Text, seg.Style.ColorName = word, c
 	r.outcome.Refresh()
+}
+
+// observedWords says what a rule in observe mode would have decided on a
+// call: "would have been DENIED by rule no-deletes — observe mode".
+func observedWords(o entry.Observed) string {
+	would := map[string]string{entry.Allow: "ALLOWED", entry.Deny: "DENIED", entry.ApprovalRequired: "held for approval"}[o.Decision]
+	if would == "" {
+		would = plainLine(o.Decision)
+	}
+	return fmt.Sprintf("would have been %s by rule %s — observe mode", would, plainLine(o.Rule))
 }
 
 // hitTitle names what an entry records: the call ("github · delete_branch"),

@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/receipts"
+	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 )
 
 // historyPageSize is how many entries one read of the history fetches.
@@ -51,6 +54,42 @@ type historyList struct {
 	hits []receipts.Hit
 	next int64 // Before of the next page; 0 when the last page is in
 	more bool  // a next page exists
+	// observed holds, by receipt id, what a rule in observe mode would
+	// have decided on the calls held that it would have decided otherwise.
+	observed map[string]entry.Observed
+}
+
+// readObserved reads, for each receipt of hits, what a rule in observe mode
+// would have decided, where one would have decided otherwise. A receipt
+// that cannot be read is left out: the list still shows the call.
+func readObserved(ctx context.Context, l *receipts.Reader, hits []receipts.Hit) map[string]entry.Observed {
+	out := map[string]entry.Observed{}
+	for _, h := range hits {
+		if h.Kind != entry.KindReceipt {
+			continue
+		}
+		s, err := l.EntryByID(ctx, h.ID)
+		if err != nil {
+			continue
+		}
+		e, err := entry.Parse(s.Data)
+		if err != nil {
+			continue
+		}
+		var r entry.Receipt
+		if json.Unmarshal(e.Body, &r) == nil && r.Observed != nil {
+			out[h.ID] = *r.Observed
+		}
+	}
+	return out
+}
+
+// note keeps what readObserved read.
+func (h *historyList) note(obs map[string]entry.Observed) {
+	if h.observed == nil {
+		h.observed = map[string]entry.Observed{}
+	}
+	maps.Copy(h.observed, obs)
 }
 
 // first reads the first page of q.
@@ -60,7 +99,7 @@ func readFirst(ctx context.Context, l *receipts.Reader, q receipts.Query) (histo
 	if err != nil {
 		return historyList{}, err
 	}
-	return historyList{q: q, hits: p.Hits, next: p.Next, more: p.Next != 0}, nil
+	return historyList{q: q, hits: p.Hits, next: p.Next, more: p.Next != 0, observed: readObserved(ctx, l, p.Hits)}, nil
 }
 
 // readMore reads the page after what h holds.

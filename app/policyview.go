@@ -121,7 +121,7 @@ func newPolicyPage(u *UI) *policyPage {
 		func() fyne.CanvasObject { return newRuleRow(p) },
 		func(id widget.ListItemID, o fyne.CanvasObject) {
 			if id < len(p.rules) {
-				o.(*ruleRow).set(p.rules[id])
+				o.(*ruleRow).set(p.rules[id], p.pol != nil && p.pol.Observed(&p.rules[id]))
 			}
 		})
 	p.list.OnSelected = func(id widget.ListItemID) {
@@ -432,7 +432,9 @@ func (r *ruleRow) CreateRenderer() fyne.WidgetRenderer {
 			compact(r.what, pullUp(r.detail)))))
 }
 
-func (r *ruleRow) set(rule policy.Rule) {
+// set shows rule; observed says it is in observe mode (its own, or the
+// policy's): its decision is recorded, not applied.
+func (r *ruleRow) set(rule policy.Rule, observed bool) {
 	r.rule = rule
 	what := rule.Capability
 	if what == "" {
@@ -456,8 +458,12 @@ func (r *ruleRow) set(rule policy.Rule) {
 	if rule.Note != "" {
 		parts = append(parts, "“"+rule.Note+"”")
 	}
-	setText(r.detail, strings.Join(parts, " · "))
 	word, c := decisionLook(string(rule.Decision))
+	if observed {
+		parts = append([]string{"OBSERVE MODE: recorded, not applied"}, parts...)
+		c = theme.ColorNamePlaceHolder
+	}
+	setText(r.detail, strings.Join(parts, " · "))
 	seg := r.decision.Segments[0].(*widget.TextSegment)
 	seg.Text, seg.Style.ColorName = word, c
 	r.decision.Refresh()

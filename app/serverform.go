@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -17,6 +18,8 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/confine"
+	"github.com/gatehouse-dev/gatehouse/gateway/policy"
 	"github.com/gatehouse-dev/gatehouse/internal/shellwords"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/vault"
@@ -46,6 +49,10 @@ type serverForm struct {
 	url     *widget.Entry
 	headers *widget.Entry
 	trusted *widget.Check
+	confine *widget.Check
+	read    *widget.Entry     // allowed to read, one path a line
+	write   *widget.Entry     // allowed to write, one path a line
+	net     *widget.Entry     // TCP ports it may connect to
 	stdio   fyne.CanvasObject // the stdio fields
 	http    fyne.CanvasObject // the HTTP fields
 
@@ -95,10 +102,29 @@ func (f *serverForm) build() {
 	f.headers.SetMinRowsVisible(3)
 	f.trusted = widget.NewCheck("Trust its tool annotations (a read-only hint may then lower a tool's risk)", nil)
 
+	f.read = widget.NewMultiLineEntry()
+	f.read.TextStyle.Monospace = true
+	f.read.SetPlaceHolder("~/notes, one folder or file a line")
+	f.read.SetMinRowsVisible(2)
+	f.write = widget.NewMultiLineEntry()
+	f.write.TextStyle.Monospace = true
+	f.write.SetPlaceHolder("~/projects/site, one folder or file a line")
+	f.write.SetMinRowsVisible(2)
+	f.net = widget.NewEntry()
+	f.net.TextStyle.Monospace = true
+	f.net.SetPlaceHolder("443, 5432 (or * for any)")
+	f.confine = widget.NewCheck("Confine it (Linux, Landlock): it reads the system, its install and what its command names, writes a private temporary folder, and reaches nothing else but what is given below", f.confineChanged)
+	f.confineChanged(false)
+	confineHelp := wrapText("A confined server does not start where this computer cannot confine it.", caption)
+
 	f.stdio = widget.NewForm(
 		widget.NewFormItem("Command", f.command),
 		widget.NewFormItem("Working folder", f.cwd),
 		widget.NewFormItem("Environment", f.env),
+		widget.NewFormItem("Confinement", compact(f.confine, confineHelp)),
+		widget.NewFormItem("May also read", f.read),
+		widget.NewFormItem("May also write", f.write),
+		widget.NewFormItem("May connect to", f.net),
 	)
 	f.http = widget.NewForm(
 		widget.NewFormItem("URL", f.url),
@@ -179,6 +205,22 @@ func (f *serverForm) fill(s store.Server) {
 		f.command.SetText(commandLine(s.Command, s.Args))
 		f.cwd.SetText(s.Cwd)
 		f.env.SetText(plainPairs(s.Env, "="))
+		f.read.SetText(strings.Join(s.AllowRead, "\n"))
+		f.write.SetText(strings.Join(s.AllowWrite, "\n"))
+		f.net.SetText(strings.Join(s.AllowNet, ", "))
+		f.confine.SetChecked(s.Confine)
+	}
+}
+
+// confineChanged enables the allowed folders and ports while the server is
+// to be confined; unconfined, they are kept but do not apply.
+func (f *serverForm) confineChanged(on bool) {
+	for _, e := range []*widget.Entry{f.read, f.write, f.net} {
+		if on {
+			e.Enable()
+		} else {
+			e.Disable()
+		}
 	}
 }
 
@@ -229,15 +271,21 @@ type serverChange struct {
 func (f *serverForm) change() (serverChange, error) {
 	var ch serverChange
 	s := store.Server{Name: strings.TrimSpace(f.name.Text), Trusted: f.trusted.Checked}
-	if f.old != nil {
-		s.Name = f.old.Name
+	if o := f.old; o != nil {
+		// What the form does not show is kept as it was.
+		s.Name, s.UnconfinedOK, s.Quarantined, s.Pack, s.CreatedAt = o.Name, o.UnconfinedOK, o.Quarantined, o.Pack, o.CreatedAt
+		if o.Remote() && f.kind.Selected == kindHTTP {
+			s.Transport, s.Auth, s.OAuthClientID, s.OAuthScopes = o.Transport, o.Auth, o.OAuthClientID, o.OAuthScopes
+		}
 	}
 	if err := store.ValidateName(s.Name); err != nil {
 		return ch, err
 	}
 	var refs map[string]string // where credentials go: the environment or the headers
 	if f.kind.Selected == kindHTTP {
-		s.Transport = store.TransportHTTP
+		if s.Transport == "" {
+			s.Transport = store.TransportHTTP
+		}
 		s.URL = strings.TrimSpace(f.url.Text)
 		h, err := parsePairs(f.headers.Text, ":", "header")
 		if err != nil {
@@ -269,6 +317,16 @@ func (f *serverForm) change() (serverChange, error) {
 		}
 		s.Env = env
 		refs = s.Env
+		if err := f.confinement(&s); err != nil {
+			return ch, err
+		}
+	}
+	if f.old == nil || s.Command != f.old.Command || !slices.Equal(s.Args, f.old.Args) || s.URL != f.old.URL {
+		// As gatehouse server add does: the pack its command or URL runs.
+		s.Pack = ""
+		if p := policy.MatchPack(s.Command, s.Args, s.URL); p != nil {
+			s.Pack = p.Ref()
+		}
 	}
 
 	ch.secrets = map[string]string{}
@@ -322,6 +380,51 @@ func (f *serverForm) change() (serverChange, error) {
 	return ch, nil
 }
 
+// confinement reads the form's confinement into s, checked as gatehouse
+// server set checks its flags: absolute paths (a leading ~ is the home
+// folder), TCP ports or *.
+func (f *serverForm) confinement(s *store.Server) error {
+	s.Confine = f.confine.Checked
+	var err error
+	if s.AllowRead, err = pathLines(f.read.Text, "may also read"); err != nil {
+		return err
+	}
+	if s.AllowWrite, err = pathLines(f.write.Text, "may also write"); err != nil {
+		return err
+	}
+	s.AllowNet = nil
+	for _, p := range strings.FieldsFunc(f.net.Text, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		if _, _, err := confine.ParsePort(p); err != nil {
+			return fmt.Errorf("may connect to: %w", err)
+		}
+		if !slices.Contains(s.AllowNet, p) {
+			s.AllowNet = append(s.AllowNet, p)
+		}
+	}
+	return nil
+}
+
+// pathLines reads one path a line, blank lines skipped: each absolute
+// (after a leading ~), given once.
+func pathLines(text, what string) ([]string, error) {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		p := strings.TrimSpace(line)
+		if p == "" {
+			continue
+		}
+		p = expandTilde(p)
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("%s: %q is not an absolute path", what, p)
+		}
+		p = filepath.Clean(p)
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 // submit saves the form: the secrets first, then the server. The form
 // stays open, with what went wrong, until saving works.
 func (f *serverForm) submit() {
@@ -350,6 +453,15 @@ func (f *serverForm) submit() {
 		}
 		var err error
 		if adding {
+			// As gatehouse server add does: a server no capability pack
+			// knows is quarantined when the home's setting says so.
+			settings, serr := u.st.Settings(ctx)
+			if serr != nil {
+				return nil, serr
+			}
+			if settings.QuarantineNewServers && ch.server.Pack == "" {
+				ch.server.Quarantined = true
+			}
 			err = u.st.AddServer(ctx, ch.server)
 		} else {
 			err = u.st.UpdateServer(ctx, ch.server)

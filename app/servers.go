@@ -24,6 +24,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/confine"
 	"github.com/gatehouse-dev/gatehouse/gateway/downstream"
 	"github.com/gatehouse-dev/gatehouse/gateway/gate"
 	"github.com/gatehouse-dev/gatehouse/gateway/policy"
@@ -67,10 +68,12 @@ type serversPage struct {
 	gen      uint64      // counts reads; only the latest one's result is shown
 	lastForm *serverForm // the form opened last
 	retry    retrier
+	abi      int // this machine's Landlock ABI (0: none), for confinement
 }
 
 func newServersPage(u *UI) *serversPage {
 	p := &serversPage{u: u, health: map[string]health{}}
+	p.abi, _ = confine.ABI()
 	p.retry = retrier{u: u, f: p.refresh}
 	p.banner = newProblemBanner(p.refresh)
 
@@ -338,6 +341,7 @@ type serverDetail struct {
 	name      *widget.RichText
 	transport *widget.RichText
 	trusted   fyne.CanvasObject
+	tags      *fyne.Container // confinement and capability pack
 	added     *widget.RichText
 	testBtn   *widget.Button
 
@@ -346,6 +350,9 @@ type serverDetail struct {
 	activity   *widget.ProgressBarInfinite
 
 	info *fyne.Container // form rows
+
+	quarantine fyne.CanvasObject // shown while the server is in quarantine
+	reviewBtn  *widget.Button
 
 	tools      []gate.ToolStatus
 	review     dialog.Dialog // the review of a changed tool, once opened
@@ -376,7 +383,8 @@ func newServerDetail(p *serversPage) *serverDetail {
 	remove := widget.NewButtonWithIcon("Remove", theme.DeleteIcon(), func() { p.remove(d.server) })
 	remove.Importance = widget.DangerImportance
 
-	title := container.NewHBox(d.name, container.NewCenter(chip), container.NewCenter(d.trusted))
+	d.tags = container.NewHBox()
+	title := container.NewHBox(d.name, container.NewCenter(chip), container.NewCenter(d.trusted), d.tags)
 	header := container.NewVBox(
 		container.NewBorder(nil, nil, container.NewCenter(avatar), nil, compact(title, pullUp(d.added))),
 		container.NewHBox(d.testBtn, edit, remove))
@@ -390,6 +398,14 @@ func newServerDetail(p *serversPage) *serverDetail {
 	healthRow := container.NewBorder(nil, nil, container.NewCenter(d.healthIcon), nil, container.NewStack(d.healthText))
 
 	d.info = container.New(layout.NewFormLayout())
+
+	d.reviewBtn = widget.NewButtonWithIcon("Review", theme.ConfirmIcon(), func() { p.review(d.server) })
+	d.reviewBtn.Importance = widget.WarningImportance
+	d.quarantine = newPanel(theme.ColorNameWarning, 0x22, container.NewBorder(nil, nil,
+		container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))), container.NewCenter(d.reviewBtn),
+		compact(text("In quarantine: each call asks you", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}}),
+			wrapText("Whatever the policy says, until you review it. Look at its tools and their risk below, set the rules you want, then press Review.", widget.RichTextStyle{SizeName: theme.SizeNameCaptionText}))))
+	d.quarantine.Hide()
 
 	d.toolsCount = text("", secondary)
 	d.toolsErr = text("", widget.RichTextStyle{ColorName: theme.ColorNameError, Inline: true})
@@ -412,7 +428,7 @@ func newServerDetail(p *serversPage) *serverDetail {
 		newPanel(theme.ColorNameInputBackground, 0, container.NewStack(d.toolList, d.toolsEmpty)))
 
 	d.content = container.NewBorder(
-		container.NewVBox(header, widget.NewSeparator(), healthRow, d.activity, d.info, widget.NewSeparator()),
+		container.NewVBox(header, d.quarantine, widget.NewSeparator(), healthRow, d.activity, d.info, widget.NewSeparator()),
 		nil, nil, nil, tools)
 	return d
 }
@@ -456,6 +472,14 @@ func (d *serverDetail) show(s store.Server) {
 			plainLine(h.h.ServerName), plainLine(h.h.ServerVersion), plainLine(h.h.ProtocolVersion)))
 	}
 
+	if s.Quarantined {
+		d.reviewBtn.Enable()
+		d.quarantine.Show()
+	} else {
+		d.quarantine.Hide()
+	}
+	d.tags.Objects = serverTags(s, d.p.abi)
+	d.tags.Refresh()
 	d.info.Objects = serverInfo(d.p.u, s)
 	d.info.Refresh()
 	d.readTools()
@@ -541,6 +565,7 @@ const unpinned gate.PinState = "unpinned"
 // mergeProbed adds to tools those a connection test listed that no proxy
 // has pinned yet, decided by pol as a call of an unknown client would be.
 func mergeProbed(tools []gate.ToolStatus, probed []gateway.ToolInfo, pol *policy.Policy, s store.Server) []gate.ToolStatus {
+	pack := policy.PackByRef(s.Pack)
 	have := map[string]bool{}
 	for _, t := range tools {
 		have[t.Name] = true
@@ -549,9 +574,13 @@ func mergeProbed(tools []gate.ToolStatus, probed []gateway.ToolInfo, pol *policy
 		if have[t.Name] {
 			continue
 		}
-		res := pol.Decide(policy.Call{Server: s.Name, Tool: t.Name, Known: true, Trusted: s.Trusted})
-		tools = append(tools, gate.ToolStatus{Name: t.Name, Description: t.Description, Risk: res.Risk,
-			Decision: res.Decision, Rule: res.Rule, Pin: unpinned})
+		res := pol.Decide(policy.Call{Server: s.Name, Tool: t.Name, Known: true, Trusted: s.Trusted, Pack: pack})
+		ts := gate.ToolStatus{Name: t.Name, Description: t.Description, Risk: res.Risk,
+			Decision: res.Decision, Rule: res.Rule, Pin: unpinned}
+		if _, ok := pack.Tool(t.Name); ok {
+			ts.Pack = pack.Ref()
+		}
+		tools = append(tools, ts)
 	}
 	slices.SortFunc(tools, func(a, b gate.ToolStatus) int { return strings.Compare(a.Name, b.Name) })
 	return tools
@@ -559,7 +588,8 @@ func mergeProbed(tools []gate.ToolStatus, probed []gateway.ToolInfo, pol *policy
 
 // serverInfo returns the rows describing s: what it runs or reaches, its
 // folder, the names of its environment variables or headers (never their
-// values, which often hold secrets), and what clients run.
+// values, which often hold secrets), what it may reach when confined, and
+// what clients run.
 func serverInfo(u *UI, s store.Server) []fyne.CanvasObject {
 	value := func(v string, mono bool) *widget.Label {
 		l := widget.NewLabel(v)
@@ -597,12 +627,90 @@ func serverInfo(u *UI, s store.Server) []fyne.CanvasObject {
 			key("Command"), value(commandLine(s.Command, s.Args), true),
 			key("Working folder"), value(cwd, cwd == s.Cwd),
 			key("Environment"), names(s.Env, "Environment"))
+		if allowed := allowedWords(s); s.Confine && allowed != "" {
+			rows = append(rows, key("Confined, also"), value(allowed, false))
+		}
 	}
 	proxy := ProxyCommand(s.Name)
 	copyProxy := widget.NewButtonWithIcon("", theme.ContentCopyIcon(), func() { u.app.Clipboard().SetContent(proxy) })
 	copyProxy.Importance = widget.LowImportance
 	rows = append(rows, key("Clients run"), container.NewBorder(nil, nil, nil, copyProxy, value(proxy, true)))
 	return rows
+}
+
+// serverTags returns the tags beside a server's name: whether the proxy
+// starts it confined on this machine, whose Landlock ABI is abi (0: none),
+// as gatehouse server list says, and its capability pack.
+func serverTags(s store.Server, abi int) []fyne.CanvasObject {
+	var tags []fyne.CanvasObject
+	if !s.Remote() {
+		switch {
+		case !s.Confine:
+			tags = append(tags, tag("not confined", theme.ColorNamePlaceHolder))
+		case abi >= confine.NeedABI(s.AllowNet):
+			tags = append(tags, tag(fmt.Sprintf("confined: Landlock ABI %d", abi), theme.ColorNameSuccess))
+		case s.UnconfinedOK:
+			tags = append(tags, tag("cannot be confined here: starts unconfined", theme.ColorNameWarning))
+		default:
+			tags = append(tags, tag("cannot be confined here: will not start", theme.ColorNameError))
+		}
+	}
+	if s.Pack != "" {
+		tags = append(tags, tag("pack "+s.Pack, theme.ColorNamePrimary))
+	}
+	return tags
+}
+
+// tag is a few words on a patch of their colour.
+func tag(words string, c fyne.ThemeColorName) fyne.CanvasObject {
+	return container.NewCenter(newPanel(c, 0x26, container.New(layout.NewCustomPaddedLayout(-6, -6, 0, 0),
+		text(words, widget.RichTextStyle{ColorName: c, SizeName: theme.SizeNameCaptionText, Inline: true}))))
+}
+
+// allowedWords says what a confined s may reach beyond what every
+// confined server may: "reads ~/notes · writes /tmp/out · connects to port 443".
+func allowedWords(s store.Server) string {
+	home := userHome()
+	paths := func(ps []string) string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = tildePath(p, home)
+		}
+		return strings.Join(out, ", ")
+	}
+	var parts []string
+	if len(s.AllowRead) > 0 {
+		parts = append(parts, "reads "+paths(s.AllowRead))
+	}
+	if len(s.AllowWrite) > 0 {
+		parts = append(parts, "writes "+paths(s.AllowWrite))
+	}
+	switch {
+	case slices.Contains(s.AllowNet, "*"):
+		parts = append(parts, "connects to any port")
+	case len(s.AllowNet) == 1:
+		parts = append(parts, "connects to port "+s.AllowNet[0])
+	case len(s.AllowNet) > 1:
+		parts = append(parts, "connects to ports "+strings.Join(s.AllowNet, ", "))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// review ends the quarantine of s, through the core as gatehouse server
+// review does, and shows the server again.
+func (p *serversPage) review(s store.Server) {
+	p.detail.reviewBtn.Disable()
+	goRead(p.u, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, p.u.core.reviewServer(ctx, s.Name)
+	}, func(_ struct{}, err error) {
+		if err != nil {
+			p.detail.reviewBtn.Enable()
+			dialog.ShowError(err, p.u.win)
+			return
+		}
+		p.refresh()
+		p.u.refreshStatus()
+	})
 }
 
 // countTools says how many tools there are.
@@ -613,8 +721,9 @@ func countTools(n int) string {
 	return fmt.Sprintf("%d tools", n)
 }
 
-// A toolRow is one tool of a server: its name and description, its risk,
-// what the policy decides for it and by which rule, and its pin.
+// A toolRow is one tool of a server: its name and description, its risk and
+// what classified it, what the policy decides for it and by which rule, and
+// its pin.
 type toolRow struct {
 	widget.BaseWidget
 	tool     gate.ToolStatus
@@ -623,6 +732,7 @@ type toolRow struct {
 	name     *widget.RichText
 	desc     *widget.RichText
 	risk     *badge
+	riskFrom *widget.RichText // what classified it: "pack filesystem@1", "by name"
 	decision *widget.RichText
 	rule     *widget.RichText
 	pin      *widget.Button   // a changed definition: review it
@@ -636,6 +746,7 @@ func newToolRow(onChange func(gate.ToolStatus)) *toolRow {
 	r.desc = text("", caption)
 	r.desc.Truncation = fyne.TextTruncateEllipsis
 	r.risk = newBadge()
+	r.riskFrom = text("", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, SizeName: theme.SizeNameCaptionText, Alignment: fyne.TextAlignCenter})
 	r.decision = text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true})
 	r.rule = text("", caption)
 	r.pin = widget.NewButtonWithIcon("", theme.WarningIcon(), func() { r.onChange(r.tool) })
@@ -647,7 +758,7 @@ func newToolRow(onChange func(gate.ToolStatus)) *toolRow {
 
 func (r *toolRow) CreateRenderer() fyne.WidgetRenderer {
 	right := container.NewHBox(
-		fixedWidth(100, container.NewCenter(r.risk)),
+		fixedWidth(100, compact(container.NewCenter(r.risk), pullUp(r.riskFrom))),
 		fixedWidth(140, compact(r.decision, pullUp(r.rule))),
 		fixedWidth(150, container.NewCenter(container.NewStack(r.pin, container.NewCenter(r.pinText)))))
 	return widget.NewSimpleRenderer(container.New(layout.NewCustomPaddedLayout(0, 0, 4, 4),
@@ -663,6 +774,7 @@ func (r *toolRow) set(t gate.ToolStatus) {
 	}
 	setText(r.desc, plainLine(desc))
 	r.risk.set(riskLook(string(t.Risk)))
+	setText(r.riskFrom, riskSource(t))
 	word, c := decisionLook(string(t.Decision))
 	seg := r.decision.Segments[0].(*widget.TextSegment)
 	seg.Text, seg.Style.ColorName = word, c
@@ -685,6 +797,15 @@ func (r *toolRow) set(t gate.ToolStatus) {
 		seg.Text, seg.Style.ColorName = "✓ pinned "+t.PinnedAt.Local().Format("Jan 2"), theme.ColorNameSuccess
 	}
 	r.pinText.Refresh()
+}
+
+// riskSource says what classified a tool's risk: its server's capability
+// pack, or its name (and annotations).
+func riskSource(t gate.ToolStatus) string {
+	if t.Pack != "" {
+		return "pack " + t.Pack
+	}
+	return "by name"
 }
 
 // decisionLook returns how a decision is shown: its words and colour.

@@ -104,8 +104,8 @@ func (r *panelRenderer) Refresh() {
 }
 
 // A serverRow is one server in the list: an avatar with its initial (and
-// the result of its last connection test), its name and transport, and the
-// command it runs or the URL it is reached at.
+// the result of its last connection test), its name and transport, whether
+// it is in quarantine, and the command it runs or the URL it is reached at.
 type serverRow struct {
 	widget.BaseWidget
 	dot       *canvas.Circle // the last connection test: green, red, or none
@@ -116,6 +116,7 @@ type serverRow struct {
 	command   *widget.RichText
 	held      fyne.CanvasObject // shown when tools are held for review
 	heldText  *widget.RichText
+	quar      fyne.CanvasObject // shown while the server is in quarantine
 }
 
 func newServerRow() *serverRow {
@@ -134,6 +135,9 @@ func newServerRow() *serverRow {
 	r.heldText = text("", widget.RichTextStyle{ColorName: theme.ColorNameWarning, SizeName: theme.SizeNameCaptionText, TextStyle: fyne.TextStyle{Bold: true}, Inline: true})
 	r.held = newPanel(theme.ColorNameWarning, 0x30, container.New(layout.NewCustomPaddedLayout(-6, -6, 0, 0), r.heldText))
 	r.held.Hide()
+	r.quar = newPanel(theme.ColorNameWarning, 0x30, container.New(layout.NewCustomPaddedLayout(-6, -6, 0, 0),
+		text("quarantine", widget.RichTextStyle{ColorName: theme.ColorNameWarning, SizeName: theme.SizeNameCaptionText, TextStyle: fyne.TextStyle{Bold: true}, Inline: true})))
+	r.quar.Hide()
 	r.ExtendBaseWidget(r)
 	return r
 }
@@ -146,7 +150,7 @@ func (r *serverRow) CreateRenderer() fyne.WidgetRenderer {
 	r.dot.Move(fyne.NewPos(26, 25))
 	avatar := container.NewGridWrap(fyne.NewSize(36, 36), container.NewStack(r.avatar, container.NewCenter(r.initial), dot))
 	chip := newPanel(theme.ColorNamePrimary, 0x26, container.New(layout.NewCustomPaddedLayout(-6, -6, 0, 0), r.transport))
-	top := container.NewHBox(r.name, container.NewCenter(chip), container.NewCenter(r.held))
+	top := container.NewHBox(r.name, container.NewCenter(chip), container.NewCenter(r.held), container.NewCenter(r.quar))
 	return widget.NewSimpleRenderer(container.New(layout.NewCustomPaddedLayout(2, 2, 4, 4),
 		container.NewBorder(nil, nil,
 			container.NewCenter(avatar),
@@ -162,6 +166,11 @@ func (r *serverRow) set(s store.Server, h health, held int) {
 		r.held.Show()
 	} else {
 		r.held.Hide()
+	}
+	if s.Quarantined {
+		r.quar.Show()
+	} else {
+		r.quar.Hide()
 	}
 	switch {
 	case h.at.IsZero():

@@ -633,20 +633,12 @@ func confinedState(s store.Server, abi int) string {
 		return "remote"
 	case !s.Confine:
 		return "no"
-	case abi >= netABINeeded(s):
+	case abi >= confine.NeedABI(s.AllowNet):
 		return "yes"
 	case s.UnconfinedOK:
 		return "unconfined"
 	}
 	return "refused"
-}
-
-// netABINeeded is the least Landlock ABI that confines s as it asks.
-func netABINeeded(s store.Server) int {
-	if slices.Contains(s.AllowNet, "*") {
-		return 1
-	}
-	return confine.NetABI
 }
 
 // confinedColumn is confinedState for people.

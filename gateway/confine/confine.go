@@ -148,6 +148,16 @@ func (e *PathError) Error() string { return fmt.Sprintf("%s: %s", e.Path, e.Why)
 // is none.
 func ABI() (int, error) { return abi() }
 
+// NeedABI is the least Landlock ABI that confines a server allowed to
+// connect to the TCP ports net as it asks: restricting ports needs
+// [NetABI]; any port ("*") needs no restriction of the network.
+func NeedABI(net []string) int {
+	if slices.Contains(net, "*") {
+		return 1
+	}
+	return NetABI
+}
+
 // ParsePort reads one Request.Net entry: a TCP port, or "*".
 func ParsePort(s string) (port uint16, anyPort bool, err error) {
 	if s == "*" {
