@@ -245,6 +245,13 @@ func TestDeliveredAtLeastOnce(t *testing.T) {
 	defer stop()
 	waitFor("the calls made while the streamer was stopped", func() bool { return rx.count() == len(want) })
 	waitFor("syslog", func() bool { return len(syslog.all()) >= len(want) })
+	// A batch's spans are exported after its log records: wait for them
+	// too before counting.
+	waitFor("the spans", func() bool {
+		rx.mu.Lock()
+		defer rx.mu.Unlock()
+		return len(rx.spans) >= 12
+	})
 
 	rx.mu.Lock()
 	defer rx.mu.Unlock()
