@@ -723,18 +723,11 @@ id), as one new version.`,
 		if err != nil {
 			return err
 		}
-		if len(pos) != 1 {
-			return usagef("policy suggest: want exactly one server NAME")
-		}
-		st, err := c.openStore(ctx)
+		st, srv, err := c.namedServer(ctx, "policy suggest", pos)
 		if err != nil {
 			return err
 		}
-		srv, err := lookupServer(ctx, st, pos[0])
 		st.Close()
-		if err != nil {
-			return err
-		}
 		pack := policy.PackByRef(srv.Pack)
 		if pack == nil {
 			return withHint(fmt.Errorf("server %s matches no capability pack", srv.Name),

@@ -547,18 +547,11 @@ var serverTestCmd = &command{
 		if err != nil {
 			return err
 		}
-		if len(pos) != 1 {
-			return usagef("server test: want exactly one NAME")
-		}
-		st, err := c.openStore(ctx)
+		st, srv, err := c.namedServer(ctx, "server test", pos)
 		if err != nil {
 			return err
 		}
-		srv, err := lookupServer(ctx, st, pos[0])
 		st.Close()
-		if err != nil {
-			return err
-		}
 		timeout := f.timeout
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
@@ -614,6 +607,25 @@ func lookupServer(ctx context.Context, st *store.Store, name string) (store.Serv
 			"see the registered servers with: gatehouse server list")
 	}
 	return srv, err
+}
+
+// namedServer opens the home's store for a command (what) whose one
+// argument, pos, names a registered server, and returns the store, which
+// the caller closes, and the server.
+func (c *cli) namedServer(ctx context.Context, what string, pos []string) (*store.Store, store.Server, error) {
+	if len(pos) != 1 {
+		return nil, store.Server{}, usagef("%s: want exactly one server NAME", what)
+	}
+	st, err := c.openStore(ctx)
+	if err != nil {
+		return nil, store.Server{}, err
+	}
+	srv, err := lookupServer(ctx, st, pos[0])
+	if err != nil {
+		st.Close()
+		return nil, store.Server{}, err
+	}
+	return st, srv, nil
 }
 
 // summary is the first line of s, cut to at most n runes.
@@ -699,21 +711,14 @@ A server to be confined does not start where confinement cannot be applied
 		if err != nil {
 			return err
 		}
-		if len(pos) != 1 {
-			return usagef("server set: want exactly one server NAME")
-		}
 		if f.confine && f.noConfine || f.unconfinedOK && f.noUnconfinedOK {
 			return usagef("server set: a flag and its --no- form together")
 		}
-		st, err := c.openStore(ctx)
+		st, srv, err := c.namedServer(ctx, "server set", pos)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		srv, err := lookupServer(ctx, st, pos[0])
-		if err != nil {
-			return err
-		}
 		if srv.Remote() {
 			return usagef("server set: %s is a remote server: Gatehouse does not start it, so it cannot be confined", srv.Name)
 		}
@@ -743,18 +748,11 @@ the policy allows, until you review it: look at its tools and their risk
 		if err != nil {
 			return err
 		}
-		if len(pos) != 1 {
-			return usagef("server review: want exactly one server NAME")
-		}
-		st, err := c.openStore(ctx)
+		st, srv, err := c.namedServer(ctx, "server review", pos)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		srv, err := lookupServer(ctx, st, pos[0])
-		if err != nil {
-			return err
-		}
 		if !srv.Quarantined {
 			fmt.Fprintf(c.stderr, "gatehouse: server %s is not in quarantine\n", srv.Name)
 			return nil
@@ -784,18 +782,11 @@ while you sign in wait for it.`,
 		if err != nil {
 			return err
 		}
-		if len(pos) != 1 {
-			return usagef("server login: want exactly one NAME")
-		}
-		st, err := c.openStore(ctx)
+		st, srv, err := c.namedServer(ctx, "server login", pos)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		srv, err := lookupServer(ctx, st, pos[0])
-		if err != nil {
-			return err
-		}
 		if srv.Auth != store.AuthOAuth {
 			return usagef("server login: %s does not sign in with OAuth (register it with --oauth)", srv.Name)
 		}
@@ -824,18 +815,11 @@ var serverLogoutCmd = &command{
 		if err != nil {
 			return err
 		}
-		if len(pos) != 1 {
-			return usagef("server logout: want exactly one NAME")
-		}
-		st, err := c.openStore(ctx)
+		st, srv, err := c.namedServer(ctx, "server logout", pos)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		srv, err := lookupServer(ctx, st, pos[0])
-		if err != nil {
-			return err
-		}
 		if srv.Auth != store.AuthOAuth {
 			return usagef("server logout: %s does not sign in with OAuth", srv.Name)
 		}

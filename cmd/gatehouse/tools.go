@@ -150,18 +150,11 @@ approval. Trust a server whose code you know, not one that could lie.`,
 		if err != nil {
 			return err
 		}
-		if len(pos) != 1 {
-			return usagef("server trust: want exactly one server NAME")
-		}
-		st, err := c.openStore(ctx)
+		st, srv, err := c.namedServer(ctx, "server trust", pos)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		srv, err := lookupServer(ctx, st, pos[0])
-		if err != nil {
-			return err
-		}
 		srv.Trusted = !f.off
 		if err := st.UpdateServer(ctx, srv); err != nil {
 			return err
