@@ -271,17 +271,27 @@ func (in remoteInput) Write(p []byte) (int, error) {
 	}
 }
 
+// next returns the relay's next frame and its messages, skipping any that
+// do not parse (the relay forwards only valid frames); false once the
+// connection is closed.
+func (c *remoteConn) next() ([]byte, []message, bool) {
+	for {
+		select {
+		case frame := <-c.queue:
+			if msgs, _, err := parseFrame(frame); err == nil {
+				return frame, msgs, true
+			}
+		case <-c.ctx.Done():
+			return nil, nil, false
+		}
+	}
+}
+
 func (c *remoteConn) dispatch() {
 	for {
-		var frame []byte
-		select {
-		case frame = <-c.queue:
-		case <-c.ctx.Done():
+		frame, msgs, ok := c.next()
+		if !ok {
 			return
-		}
-		msgs, _, err := parseFrame(frame)
-		if err != nil {
-			continue // the relay forwards only valid frames
 		}
 		if len(msgs) == 1 && msgs[0].kind == kindRequest && msgs[0].method == "initialize" {
 			c.post(frame, msgs) // later requests need its session

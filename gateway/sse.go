@@ -41,15 +41,9 @@ type sseState struct {
 // answers each request in band, and is tried again with the next message.
 func (c *remoteConn) dispatchSSE() {
 	for {
-		var frame []byte
-		select {
-		case frame = <-c.queue:
-		case <-c.ctx.Done():
+		frame, msgs, ok := c.next()
+		if !ok {
 			return
-		}
-		msgs, _, err := parseFrame(frame)
-		if err != nil {
-			continue // the relay forwards only valid frames
 		}
 		endpoint, err := c.sseEndpoint()
 		if err != nil {
