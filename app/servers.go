@@ -825,24 +825,32 @@ func decisionLook(d string) (string, fyne.ThemeColorName) {
 
 // fixedWidth lays o out at width w, at its own minimum height.
 func fixedWidth(w float32, o fyne.CanvasObject) fyne.CanvasObject {
-	return container.New(&fixedWidthLayout{w: w}, o)
+	return container.New(&fixedLayout{w: w}, o)
 }
 
-type fixedWidthLayout struct{ w float32 }
+// fixedLayout gives its objects the width w and the height h, whatever
+// they ask for; a zero keeps their own minimum in that direction.
+type fixedLayout struct{ w, h float32 }
 
-func (l *fixedWidthLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+func (l *fixedLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 	for _, o := range objs {
 		o.Resize(size)
 		o.Move(fyne.Position{})
 	}
 }
 
-func (l *fixedWidthLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
-	var h float32
+func (l *fixedLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	var min fyne.Size
 	for _, o := range objs {
-		h = max(h, o.MinSize().Height)
+		min = min.Max(o.MinSize())
 	}
-	return fyne.NewSize(l.w, h)
+	if l.w > 0 {
+		min.Width = l.w
+	}
+	if l.h > 0 {
+		min.Height = l.h
+	}
+	return min
 }
 
 // sentence writes an error as a sentence: a capital, a full stop.
@@ -896,22 +904,5 @@ func tildePath(path, home string) string {
 // fixedHeight gives o the height h, whatever it asks for: text that
 // wraps to another line does not move what is below it.
 func fixedHeight(h float32, o fyne.CanvasObject) fyne.CanvasObject {
-	return container.New(&fixedHeightLayout{h: h}, o)
-}
-
-type fixedHeightLayout struct{ h float32 }
-
-func (l *fixedHeightLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
-	for _, o := range objs {
-		o.Resize(size)
-		o.Move(fyne.Position{})
-	}
-}
-
-func (l *fixedHeightLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
-	var w float32
-	for _, o := range objs {
-		w = max(w, o.MinSize().Width)
-	}
-	return fyne.NewSize(w, l.h)
+	return container.New(&fixedLayout{h: h}, o)
 }
