@@ -157,11 +157,9 @@ func (c *committer) commit(batch []*job) {
 	s := c.shared
 	c.mu.Unlock()
 	if s != nil {
-		// Receipts and outcomes travel to the writer; other entries (pins,
-		// policy versions) are committed here, under the same write lock.
 		var travel, here []*job
 		for _, j := range batch {
-			if j.d.kind == entry.KindReceipt || j.d.kind == entry.KindOutcome {
+			if travels(j.d.kind) {
 				travel = append(travel, j)
 			} else {
 				here = append(here, j)

@@ -114,12 +114,18 @@ func toWire(d draft, urgent bool) (wireDraft, error) {
 	return w, nil
 }
 
+// travels reports whether an entry of kind k is committed by the home's
+// writer for the process that makes it: receipts and outcomes, the entries
+// calls wait for. Others (pins, policy versions) are committed where they
+// are made, under the same write lock.
+func travels(k entry.Kind) bool {
+	return k == entry.KindReceipt || k == entry.KindOutcome
+}
+
 // fromWire checks a draft a client sent: only receipts and outcomes
 // travel, each with the payload parts its kind has.
 func fromWire(w wireDraft) (draft, error) {
-	switch w.Kind {
-	case entry.KindReceipt, entry.KindOutcome:
-	default:
+	if !travels(w.Kind) {
 		return draft{}, fmt.Errorf("a %s is not appended for another process", w.Kind)
 	}
 	if !json.Valid(w.Body) || len(w.Payloads) > 1 {
