@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -366,40 +367,64 @@ func (r refusing) Serve(ctx context.Context, in io.Reader, out io.Writer) error 
 	return nil
 }
 
+// serveTokenAddFlags are the flags of gatehouse serve token add.
+type serveTokenAddFlags struct {
+	servers listFlag
+}
+
 var serveTokenAddCmd = &command{
 	name:    "serve token add",
-	usage:   "CLIENT",
+	usage:   "CLIENT [--server NAME]...",
 	summary: "make a client's token for gatehouse serve, shown once",
 	help: `
 Prints a new token for CLIENT on stdout, once, and keeps it in the OS
 keychain; the database keeps only its hash. The client sends it as
 Authorization: Bearer TOKEN. Its receipts name CLIENT, and the policy's
 rules for CLIENT apply to its calls. A client has one live token: revoke it
-to make another.`,
-	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
-		client, err := oneClient(fs, args)
-		if err != nil {
+to make another.
+
+With --server, the token reaches only the named servers' endpoints
+(/mcp/NAME); elsewhere, and at /metrics, it gets 403. Without, it reaches
+every registered server, those added later too.`,
+	flags: flagged(func(fs *flag.FlagSet, f *serveTokenAddFlags) {
+		fs.Var(&f.servers, "server", "the token reaches only the registered server `NAME` (repeatable); without, every server")
+	}, runServeTokenAdd),
+}
+
+func runServeTokenAdd(ctx context.Context, c *cli, fs *flag.FlagSet, f *serveTokenAddFlags, args []string) error {
+	client, err := oneClient(fs, args)
+	if err != nil {
+		return err
+	}
+	st, tokens, err := c.openTokens(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, name := range f.servers {
+		if _, err := st.Server(ctx, name); errors.Is(err, store.ErrNotFound) {
+			return withHint(usagef("serve token add: --server %q is not a registered server", name), "see them with: gatehouse server list")
+		} else if err != nil {
 			return err
 		}
-		st, tokens, err := c.openTokens(ctx)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		token, err := tokens.Add(ctx, client)
-		if errors.Is(err, httpfront.ErrTokenExists) {
-			return withHint(err, "end it first: gatehouse serve token revoke %s", client)
-		}
-		if errors.Is(err, vault.ErrUnavailable) {
-			return withHint(err, "tokens are kept in the OS keychain; make it reachable and retry")
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(c.stdout, token)
-		fmt.Fprintf(c.stderr, "gatehouse serve: token for %s made; it is shown only this once (the keychain keeps it)\n", client)
-		return nil
-	},
+	}
+	token, err := tokens.Add(ctx, client, f.servers...)
+	if errors.Is(err, httpfront.ErrTokenExists) {
+		return withHint(err, "end it first: gatehouse serve token revoke %s", client)
+	}
+	if errors.Is(err, vault.ErrUnavailable) {
+		return withHint(err, "tokens are kept in the OS keychain; make it reachable and retry")
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, token)
+	reach := "every server"
+	if len(f.servers) > 0 {
+		reach = "only " + strings.Join(f.servers, ", ")
+	}
+	fmt.Fprintf(c.stderr, "gatehouse serve: token for %s made, reaching %s; it is shown only this once (the keychain keeps it)\n", client, reach)
+	return nil
 }
 
 var serveTokenListCmd = &command{
@@ -420,13 +445,13 @@ var serveTokenListCmd = &command{
 			return err
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CLIENT\tTOKEN\tCREATED\tSTATE")
+		fmt.Fprintln(tw, "CLIENT\tTOKEN\tSERVERS\tCREATED\tSTATE")
 		for _, t := range list {
 			state := "live"
 			if !t.Revoked.IsZero() {
 				state = "revoked " + t.Revoked.Format(time.DateTime)
 			}
-			fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\n", t.Client, t.Hint, t.Created.Format(time.DateTime), state)
+			fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\n", t.Client, t.Hint, httpfront.Reach(t.Servers), t.Created.Format(time.DateTime), state)
 		}
 		return tw.Flush()
 	},
