@@ -464,4 +464,5 @@ func (g closedGate) Authorize(context.Context, *gateway.Call, func(string)) (*ga
 	return nil, g.err
 }
 
-func (closedGate) Complete(context.Context, *gateway.Call, *gateway.Authorization, *gateway.Outcome) {}
+func (closedGate) Complete(context.Context, *gateway.Call, *gateway.Authorization, *gateway.Outcome) {
+}

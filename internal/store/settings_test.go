@@ -242,7 +242,9 @@ func TestServeTLSAndOTLPHeaderSettings(t *testing.T) {
 	for name, set := range map[string]func() error{
 		"a certificate without its key": func() error { return st.SetServeTLS(ctx, "/c.pem", "") },
 		"a header's value in clear":     func() error { return st.SetExportOTLPHeaders(ctx, map[string]string{"Authorization": "Bearer s3cr3t"}) },
-		"a header name with a colon":    func() error { return st.SetExportOTLPHeaders(ctx, map[string]string{"Authorization:": "vault://secret/x"}) },
+		"a header name with a colon": func() error {
+			return st.SetExportOTLPHeaders(ctx, map[string]string{"Authorization:": "vault://secret/x"})
+		},
 	} {
 		if err := set(); !errors.Is(err, ErrInvalidSetting) {
 			t.Errorf("%s: error = %v, want ErrInvalidSetting", name, err)
