@@ -64,20 +64,24 @@ that terminates TLS), and the names clients reach it by, --allowed-host.
 GET /health answers {"status":"ok"} without a token; GET /metrics, with a
 token, gives calls by decision and outcome, approval waits, decision and
 receipt commit times, sessions, errors and the export lag in the Prometheus
-text format.
+text format (a token made for some servers only gets 403 there).
 
 --export-otlp and --export-syslog send every receipt and outcome of the
 evidence log, as it grows, to an OpenTelemetry collector and a syslog
 receiver (see gatehouse export-stream --help: the same, on its own).
 
-Settings: with no --listen, it listens where the home's setting
-serve.listen says; with neither --export-otlp nor --export-syslog, it
-exports to the destinations of the settings export.otlp and export.syslog
-(the app's Settings set them). A flag given wins over its setting.
+Settings: the home's settings, which the app's Settings write, give what
+no flag says: serve.listen (--listen), serve.tls_cert and serve.tls_key
+(--tls-cert, --tls-key), and export.otlp, export.syslog and
+export.otlp_headers, unless export.enabled is off (any export flag replaces
+them all). A flag given wins over its setting. The tray app serves the
+same way, in its own process, when its Settings turn serving on.
 
 Tokens: 'gatehouse serve token add CLIENT' prints a new token once and keeps
-it in the OS keychain; 'token list' lists them (never the token);
-'token revoke CLIENT' ends one at once.`,
+it in the OS keychain; with --server NAME it reaches only those servers
+(403 elsewhere). 'token list' lists them (never the token) with the servers
+each reaches ("all" for a token made without --server); 'token revoke
+CLIENT' ends one at once.`,
 	flags: flagged(declareServeFlags, runServe),
 }
 
