@@ -221,7 +221,8 @@ type UI struct {
 	export     *exportPage
 	settings   *settingsPage
 	agents     *agentsPage
-	shown      bool // the window has been shown at least once
+	serve      *serving // the HTTP front the app runs, when on
+	shown      bool     // the window has been shown at least once
 	approvals  *approvals
 	foreground bool       // one of the app's windows has the focus
 	status     status     // what the sidebar and the tray say
@@ -305,6 +306,7 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 	u.approvals = newApprovals(u, systemClock{})
 	u.win = a.NewWindow(Title)
 	u.win.SetIcon(iconResource)
+	u.serve = newServing(u, kc)
 	u.view = newServersPage(u)
 	u.history = newHistoryPage(u)
 	u.policy = newPolicyPage(u)
@@ -322,6 +324,7 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 		u.win.SetMaster()
 	}
 	u.addShortcuts()
+	u.serve.startWithApp()
 	a.Lifecycle().SetOnEnteredForeground(func() {
 		u.foreground = true
 		if u.shown {
@@ -560,6 +563,7 @@ func (u *UI) startRead() bool {
 // Reads that do not end within closeWait (a keychain that does not answer)
 // are not waited for: the program is exiting, and they show nothing.
 func (u *UI) Close() {
+	u.serve.close()
 	u.readsMu.Lock()
 	u.closed = true
 	u.readsMu.Unlock()

@@ -73,6 +73,8 @@ type settingsPage struct {
 	rotate   *widget.Button
 	exportPK *widget.Button
 
+	serve *serveSection // serving over HTTP, evidence out
+
 	// saved, when set, runs after a setting was saved. Tests use it.
 	saved func(error)
 }
@@ -141,6 +143,8 @@ func newSettingsPage(u *UI) *settingsPage {
 	cols := container.NewGridWithColumns(2,
 		container.NewVBox(approvals, startup, logs),
 		container.NewVBox(keys, folder))
+	p.serve = newServeSection(u)
+	cols = container.NewVBox(cols, p.serve.content)
 	header := pageHeader("Settings", "How Gatehouse waits, starts, signs and logs.")
 	body := container.NewBorder(p.banner.content, nil, nil, nil, container.NewVScroll(cols))
 	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(body))
@@ -173,6 +177,7 @@ type settingsRead struct {
 // refresh reads the settings, whether the app starts at login, and the
 // keys.
 func (p *settingsPage) refresh() {
+	p.serve.refresh()
 	entry := p.autostartEntry()
 	goRead(p.u, func(ctx context.Context) (settingsRead, error) {
 		var r settingsRead

@@ -24,10 +24,11 @@ type status struct {
 	paused   bool
 	pausedAt time.Time
 	agents   agentCounts
-	today    int64 // calls since midnight; -1 when unknown (no log yet)
-	waiting  int   // approval requests in the window
-	held     int   // tools held for review: their definition changed
-	err      error // the last read's, if it failed
+	today    int64  // calls since midnight; -1 when unknown (no log yet)
+	waiting  int    // approval requests in the window
+	held     int    // tools held for review: their definition changed
+	serving  string // where the app serves over HTTP, or why it does not; empty: it is off
+	err      error  // the last read's, if it failed
 }
 
 // agentCounts is what the MCP clients' configs say of the servers they
@@ -137,6 +138,9 @@ func (s status) summary() string {
 	}
 	if s.err != nil {
 		parts = append(parts, "state unknown: "+explain("read the state", s.err).title)
+	}
+	if s.serving != "" {
+		parts = append(parts, s.serving)
 	}
 	return strings.Join(parts, " · ")
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -236,6 +237,17 @@ func TestViewsUnderXvfb(t *testing.T) {
 	userHome, home := seededHome(t, calls, spread)
 	exportDir := filepath.Join(userHome, "Documents")
 	os.MkdirAll(exportDir, 0o700)
+	// The app serves over HTTP on a port of its own.
+	if st, err := store.Open(context.Background(), home, nil); err != nil {
+		t.Fatal(err)
+	} else {
+		ctx := context.Background()
+		err := errors.Join(st.SetServeEnabled(ctx, true), st.SetServeListen(ctx, "127.0.0.1:0"))
+		st.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	tests := []struct {
 		view, shot string
@@ -269,6 +281,12 @@ func TestViewsUnderXvfb(t *testing.T) {
 			}
 		}},
 		{view: "settings", shot: "settings.png"},
+		{view: "settings", shot: "settings-serve.png", act: func(t *testing.T, r *running) {
+			// Scroll down to Serve over HTTP and Evidence out.
+			if _, err := r.xdo("mousemove", "--window", r.id, "700", "450", "click", "--repeat", "40", "5"); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.view, func(t *testing.T) {

@@ -216,19 +216,26 @@ func otelcolBin(t *testing.T) string {
 }
 
 // startCollector runs the collector with an OTLP/HTTP receiver on addr
-// and a file exporter writing to file, and waits until it listens.
-func startCollector(t *testing.T, addr, file string) *collector {
+// and a file exporter writing to file, and waits until it listens. With a
+// token, the receiver takes only requests with Authorization: Bearer
+// token (the bearertokenauth extension).
+func startCollector(t *testing.T, addr, file string, token ...string) *collector {
 	t.Helper()
-	config := fmt.Sprintf(`receivers:
+	auth, ext := "", ""
+	if len(token) > 0 {
+		auth = "\n        auth:\n          authenticator: bearertokenauth"
+		ext = fmt.Sprintf("extensions:\n  bearertokenauth:\n    token: %q\n", token[0])
+	}
+	config := ext + fmt.Sprintf(`receivers:
   otlp:
     protocols:
       http:
-        endpoint: %s
+        endpoint: %s%s
 exporters:
   file:
     path: %s
     flush_interval: 100ms
-service:
+service:%s
   telemetry:
     metrics:
       level: none
@@ -239,7 +246,7 @@ service:
     traces:
       receivers: [otlp]
       exporters: [file]
-`, addr, file)
+`, addr, auth, file, map[bool]string{true: "\n  extensions: [bearertokenauth]"}[ext != ""])
 	cfg := file + ".yaml"
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -4,84 +4,55 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
-	"sync"
+	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/httpfront"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 	"github.com/gatehouse-dev/gatehouse/receipts/stream"
 )
 
 // streamFlags name where the evidence stream goes.
 type streamFlags struct {
-	otlp   listFlag
-	syslog listFlag
+	otlp    listFlag
+	syslog  listFlag
+	headers listFlag
 }
 
 func declareExportFlags(fs *flag.FlagSet, f *streamFlags) {
 	fs.Var(&f.otlp, "export-otlp", "send receipts and outcomes as OpenTelemetry logs and spans to the OTLP/HTTP `URL` (e.g. http://collector:4318; repeatable)")
 	fs.Var(&f.syslog, "export-syslog", "send receipts and outcomes as RFC 5424 syslog to `ADDR`, tcp://HOST:PORT or udp://HOST:PORT (repeatable)")
+	fs.Var(&f.headers, "export-otlp-header", "send the header `NAME=vault://secret/ID` with every OTLP request, its value read from the OS keychain (repeatable)")
 }
 
-// exportSettings takes the export destinations from the home's settings
-// when neither --export-otlp nor --export-syslog is given.
-func exportSettings(set store.Settings, fs *flag.FlagSet, f *streamFlags) {
-	if flagGiven(fs, "export-otlp") || flagGiven(fs, "export-syslog") {
-		return
-	}
-	f.otlp = append(f.otlp, set.ExportOTLP...)
-	f.syslog = append(f.syslog, set.ExportSyslog...)
-}
-
-// startExports starts a streamer for each sink f names, until ctx ends.
-// Each sink resumes from its own cursor in the home's database.
-func startExports(ctx context.Context, c *cli, st *store.Store, f *streamFlags, m *httpfront.Metrics, log *slog.Logger) (wait func(), err error) {
-	var sinks []stream.Sink
-	for _, u := range f.otlp {
-		s, err := stream.NewOTLP(ctx, u, &stream.OTLPOptions{ServiceVersion: version})
-		if err != nil {
-			return nil, usagef("--export-otlp: %v", err)
+// exportDestinations are the export flags' destinations when any is
+// given, else the home's settings' (unless export is off there).
+func exportDestinations(set store.Settings, fs *flag.FlagSet, f *streamFlags) (stream.Destinations, error) {
+	if !flagGiven(fs, "export-otlp") && !flagGiven(fs, "export-syslog") && !flagGiven(fs, "export-otlp-header") {
+		if set.ExportOff {
+			return stream.Destinations{}, nil
 		}
-		sinks = append(sinks, s)
+		return stream.Destinations{OTLP: set.ExportOTLP, Syslog: set.ExportSyslog, OTLPHeaders: set.ExportOTLPHeaders}, nil
 	}
-	for _, a := range f.syslog {
-		s, err := stream.NewSyslog(a, nil)
-		if err != nil {
-			return nil, usagef("--export-syslog: %v", err)
+	d := stream.Destinations{OTLP: f.otlp, Syslog: f.syslog}
+	for _, h := range f.headers {
+		name, ref, ok := strings.Cut(h, "=")
+		if !ok {
+			return d, usagef("--export-otlp-header %q: want NAME=vault://secret/ID", name)
 		}
-		sinks = append(sinks, s)
+		if err := stream.CheckHeader(name, ref); err != nil {
+			// The value is not repeated: it may be the credential itself.
+			return d, withHint(usagef("--export-otlp-header: %v", err), "keep the value in the keychain (gatehouse secret set ID) and give %s=vault://secret/ID", name)
+		}
+		if d.OTLPHeaders == nil {
+			d.OTLPHeaders = map[string]string{}
+		}
+		d.OTLPHeaders[name] = ref
 	}
-	if len(sinks) == 0 {
-		return func() {}, nil
-	}
-	s, err := stream.Open(ctx, st, &stream.Options{
-		Logger: log.WithGroup("export"),
-		Delivered: func(sink string, n int, err error, lag int64) {
-			m.Set("gatehouse_export_lag_entries", float64(lag), "sink", sink)
-			if err != nil {
-				m.Add("gatehouse_export_errors_total", 1, "sink", sink)
-				return
-			}
-			m.Add("gatehouse_export_records_total", float64(n), "sink", sink)
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	var wg sync.WaitGroup
-	for _, sink := range sinks {
-		fmt.Fprintf(c.stderr, "gatehouse: exporting receipts and outcomes to %s\n", sink.Name())
-		wg.Go(func() {
-			defer sink.Close()
-			s.Run(ctx, sink)
-		})
-	}
-	return wg.Wait, nil
+	return d, nil
 }
 
 var exportStreamCmd = &command{
 	name:    "export-stream",
-	usage:   "[--export-otlp URL]... [--export-syslog ADDR]...",
+	usage:   "[--export-otlp URL]... [--export-otlp-header NAME=vault://secret/ID]... [--export-syslog ADDR]...",
 	summary: "send every receipt and outcome, as the log grows, to a collector or a SIEM",
 	help: `
 Runs until interrupted, sending each receipt and outcome of the evidence
@@ -101,8 +72,14 @@ it against gatehouse export and verify), the receipt id, server, tool,
 client, decision and rule, and for an outcome its status and duration; it
 never carries arguments or results.
 
-With neither flag, it sends to the destinations of the home's settings
-export.otlp and export.syslog (the app's Settings set them).`,
+--export-otlp-header NAME=vault://secret/ID sends a header with every
+OTLP request (a collector's Authorization), its value read from the OS
+keychain when the stream starts (gatehouse secret set ID): the value is
+never on the command line, in a file or in a log.
+
+With no export flag, it sends to the destinations of the home's settings
+export.otlp, export.syslog and export.otlp_headers (the app's Settings set
+them), unless export.enabled is off.`,
 	flags: flagged(func(fs *flag.FlagSet, f *streamFlags) { declareExportFlags(fs, f) }, runExportStream),
 }
 
@@ -115,16 +92,31 @@ func runExportStream(ctx context.Context, c *cli, fs *flag.FlagSet, f *streamFla
 		return err
 	}
 	defer st.Close()
-	if set, err := st.Settings(ctx); err == nil {
-		exportSettings(set, fs, f)
+	set, err := st.Settings(ctx)
+	if err != nil {
+		set = store.Settings{}
 	}
-	if len(f.otlp)+len(f.syslog) == 0 {
-		return withHint(usagef("export-stream: name a destination with --export-otlp or --export-syslog"),
-			"or set the home's export.otlp or export.syslog setting (the app's Settings)")
+	d, err := exportDestinations(set, fs, f)
+	if err != nil {
+		return err
+	}
+	if d.Empty() {
+		hint := "or set the home's export.otlp or export.syslog setting (the app's Settings)"
+		if set.ExportOff {
+			hint = "the home's export destinations are turned off (export.enabled, in the app's Settings)"
+		}
+		return withHint(usagef("export-stream: name a destination with --export-otlp or --export-syslog"), "%s", hint)
 	}
 	log, closeLog := c.logger(st.LogPath(), "export")
 	defer closeLog()
-	wait, err := startExports(ctx, c, st, f, httpfront.NewMetrics(), log)
+	sinks, err := d.Sinks(ctx, vaultFor(st), version)
+	if err != nil {
+		return withHint(fmt.Errorf("export-stream: %w", err), "a header's secret lives in the OS keychain: gatehouse secret set ID")
+	}
+	for _, s := range sinks {
+		fmt.Fprintf(c.stderr, "gatehouse: exporting receipts and outcomes to %s\n", s.Name())
+	}
+	wait, err := stream.Start(ctx, st, sinks, &stream.Options{Logger: log.WithGroup("export")})
 	if err != nil {
 		return err
 	}

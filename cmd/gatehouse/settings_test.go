@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/gate"
+	"github.com/gatehouse-dev/gatehouse/gateway/httpfront"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
@@ -83,19 +86,25 @@ func TestServeTakesTheHomesSettings(t *testing.T) {
 	}
 	defer st.Close()
 	if err := errors.Join(st.SetServeListen(ctx, "127.0.0.1:8300"),
+		st.SetServeTLS(ctx, "/etc/gh/cert.pem", "/etc/gh/key.pem"),
 		st.SetExportOTLP(ctx, []string{"http://127.0.0.1:4318"}),
+		st.SetExportOTLPHeaders(ctx, map[string]string{"Authorization": "vault://secret/otel"}),
 		st.SetExportSyslog(ctx, []string{"tcp://127.0.0.1:6514"})); err != nil {
 		t.Fatal(err)
 	}
+	auth := map[string]string{"Authorization": "vault://secret/otel"}
 	tests := []struct {
 		name         string
 		args         []string
-		listen       string
+		listen, cert string
 		otlp, syslog []string
+		headers      map[string]string
 	}{
-		{"settings", nil, "127.0.0.1:8300", []string{"http://127.0.0.1:4318"}, []string{"tcp://127.0.0.1:6514"}},
-		{"--listen wins", []string{"--listen", "127.0.0.1:9000"}, "127.0.0.1:9000", []string{"http://127.0.0.1:4318"}, []string{"tcp://127.0.0.1:6514"}},
-		{"an export flag replaces both", []string{"--export-syslog", "udp://127.0.0.1:514"}, "127.0.0.1:8300", nil, []string{"udp://127.0.0.1:514"}},
+		{"settings", nil, "127.0.0.1:8300", "/etc/gh/cert.pem", []string{"http://127.0.0.1:4318"}, []string{"tcp://127.0.0.1:6514"}, auth},
+		{"--listen wins", []string{"--listen", "127.0.0.1:9000"}, "127.0.0.1:9000", "/etc/gh/cert.pem", []string{"http://127.0.0.1:4318"}, []string{"tcp://127.0.0.1:6514"}, auth},
+		{"--tls-cert wins", []string{"--tls-cert", "/c.pem", "--tls-key", "/k.pem"}, "127.0.0.1:8300", "/c.pem", []string{"http://127.0.0.1:4318"}, []string{"tcp://127.0.0.1:6514"}, auth},
+		{"an export flag replaces them all", []string{"--export-syslog", "udp://127.0.0.1:514"}, "127.0.0.1:8300", "/etc/gh/cert.pem", nil, []string{"udp://127.0.0.1:514"}, nil},
+		{"a header flag", []string{"--export-otlp", "http://c:4318", "--export-otlp-header", "X-Key=vault://secret/k"}, "127.0.0.1:8300", "/etc/gh/cert.pem", []string{"http://c:4318"}, nil, map[string]string{"X-Key": "vault://secret/k"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,11 +115,35 @@ func TestServeTakesTheHomesSettings(t *testing.T) {
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			applyServeSettings(ctx, st, fs, &f)
-			if f.listen != tt.listen || !slices.Equal(f.exports.otlp, tt.otlp) || !slices.Equal(f.exports.syslog, tt.syslog) {
-				t.Errorf("listen %q, OTLP %q, syslog %q; want %q, %q, %q", f.listen, f.exports.otlp, f.exports.syslog, tt.listen, tt.otlp, tt.syslog)
+			cfg, err := serveConfig(ctx, st, fs, &f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := cfg.Exports
+			if cfg.Listen != tt.listen || cfg.TLSCert != tt.cert || !slices.Equal(e.OTLP, tt.otlp) || !slices.Equal(e.Syslog, tt.syslog) || !maps.Equal(e.OTLPHeaders, tt.headers) {
+				t.Errorf("listen %q, cert %q, exports %+v; want %q, %q, OTLP %q, syslog %q, headers %v", cfg.Listen, cfg.TLSCert, e, tt.listen, tt.cert, tt.otlp, tt.syslog, tt.headers)
 			}
 		})
+	}
+	// A header given in clear is refused, and not repeated.
+	c := &cli{}
+	fs := c.flagSet("serve")
+	var f serveFlags
+	declareServeFlags(fs, &f)
+	fs.Parse([]string{"--export-otlp", "http://c:4318", "--export-otlp-header", "Authorization=Bearer s3cr3t"})
+	if _, err := serveConfig(ctx, st, fs, &f); err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("a header in clear: error %v; want a refusal that does not repeat the value", err)
+	}
+	// Export turned off keeps the destinations, and sends to none.
+	if err := st.SetExportEnabled(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	fs = c.flagSet("serve")
+	f = serveFlags{}
+	declareServeFlags(fs, &f)
+	fs.Parse(nil)
+	if cfg, _ := serveConfig(ctx, st, fs, &f); !cfg.Exports.Empty() {
+		t.Errorf("with export off: exports %+v; want none", cfg.Exports)
 	}
 	// A home with no settings keeps the default address and exports nothing.
 	empty, err := store.Open(ctx, t.TempDir(), nil)
@@ -118,13 +151,12 @@ func TestServeTakesTheHomesSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer empty.Close()
-	c := &cli{}
-	fs := c.flagSet("serve")
-	var f serveFlags
+	fs = c.flagSet("serve")
+	f = serveFlags{}
 	declareServeFlags(fs, &f)
 	fs.Parse(nil)
-	applyServeSettings(ctx, empty, fs, &f)
-	if f.listen != defaultServeAddr || len(f.exports.otlp)+len(f.exports.syslog) != 0 {
-		t.Errorf("with no settings: listen %q, exports %+v; want %s and none", f.listen, f.exports, defaultServeAddr)
+	cfg, err := serveConfig(ctx, empty, fs, &f)
+	if err != nil || cfg.Listen != httpfront.DefaultListen || cfg.TLS() || !cfg.Exports.Empty() {
+		t.Errorf("with no settings: %+v, %v; want %s, no TLS and no exports", cfg, err, httpfront.DefaultListen)
 	}
 }

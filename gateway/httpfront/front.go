@@ -29,7 +29,8 @@
 // among the allowed hosts (403: DNS rebinding), its Origin, when it has one,
 // the same as its Host or an allowed origin (403), no query string (400: a
 // token in a URL ends up in logs and histories; the query is never logged),
-// and a bearer token of a client (401). A body over
+// and a bearer token of a client (401). A token made for some servers
+// reaches only their endpoints, and not /metrics (403). A body over
 // [Options.MaxMessageBytes] gets 413, one that does not arrive within
 // [Options.BodyTimeout] gets 408, one that is not JSON-RPC gets 400 with a
 // JSON-RPC error; none of these reach the relay, and the server stays up
@@ -49,6 +50,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,7 +74,20 @@ var ErrUnknownServer = errors.New("no such server")
 // An Authenticator returns the client a bearer token belongs to ([Tokens]
 // is one).
 type Authenticator interface {
-	Authenticate(ctx context.Context, token string) (client string, ok bool, err error)
+	Authenticate(ctx context.Context, token string) (client Client, ok bool, err error)
+}
+
+// A Client is who a token speaks for, and where it may go.
+type Client struct {
+	Name string
+	// Servers are the servers whose endpoints the token reaches; nil
+	// means every registered server.
+	Servers []string
+}
+
+// Reaches reports whether the client's token reaches server's endpoint.
+func (c Client) Reaches(server string) bool {
+	return c.Servers == nil || slices.Contains(c.Servers, server)
 }
 
 // Options configure a [Front]. Nil options mean the defaults.
@@ -276,7 +291,14 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(sw, `{"status":"ok"}`+"\n")
 	case r.URL.Path == "/metrics":
 		endpoint = "metrics"
-		if _, ok := f.admit(sw, r); !ok {
+		c, ok := f.admit(sw, r)
+		if !ok {
+			return
+		}
+		if c.Servers != nil {
+			// The metrics count every server's calls.
+			httpError(sw, http.StatusForbidden, codeServerError, "Gatehouse: the token of "+strconv.Quote(c.Name)+
+				" reaches only some servers, and /metrics counts every server's calls; it needs a token made without --server")
 			return
 		}
 		sw.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
@@ -284,7 +306,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/mcp/"):
 		endpoint = "mcp"
 		server := strings.TrimPrefix(r.URL.Path, "/mcp/")
-		client, ok := f.admit(sw, r)
+		c, ok := f.admit(sw, r)
 		if !ok {
 			return
 		}
@@ -292,6 +314,13 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			httpError(sw, http.StatusNotFound, codeServerError, "Gatehouse: the endpoint is /mcp/NAME, for a registered server NAME")
 			return
 		}
+		if !c.Reaches(server) {
+			f.log.Warn("refused a token outside its servers", slog.String("client", c.Name), slog.String("server", clip(server)))
+			httpError(sw, http.StatusForbidden, codeServerError, "Gatehouse: the token of "+strconv.Quote(c.Name)+" does not reach the server "+
+				strconv.Quote(clip(server))+"; it reaches "+strings.Join(c.Servers, ", ")+" (gatehouse serve token add CLIENT --server NAME)")
+			return
+		}
+		client := c.Name
 		switch r.Method {
 		case http.MethodPost:
 			f.post(sw, r, server, client)
@@ -310,7 +339,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // admit checks a request's Host, Origin, URL and token, in that order,
 // and answers it when one fails. It returns the token's client.
-func (f *Front) admit(w http.ResponseWriter, r *http.Request) (string, bool) {
+func (f *Front) admit(w http.ResponseWriter, r *http.Request) (Client, bool) {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -319,37 +348,37 @@ func (f *Front) admit(w http.ResponseWriter, r *http.Request) (string, bool) {
 		f.log.Warn("refused a request for another host", slog.String("host", clip(r.Host)), slog.String("remote", r.RemoteAddr))
 		httpError(w, http.StatusForbidden, codeServerError, "Gatehouse: this server does not answer for the host "+strconv.Quote(clip(r.Host))+
 			" (a DNS rebinding guard); a host name it should answer for is given with gatehouse serve --allowed-host")
-		return "", false
+		return Client{}, false
 	}
 	if origin := r.Header.Get("Origin"); origin != "" && !f.originAllowed(origin, r.Host) {
 		f.log.Warn("refused a request from another origin", slog.String("origin", clip(origin)), slog.String("remote", r.RemoteAddr))
 		httpError(w, http.StatusForbidden, codeServerError, "Gatehouse: requests from the origin "+strconv.Quote(clip(origin))+
 			" are not allowed; an origin is allowed with gatehouse serve --allowed-origin")
-		return "", false
+		return Client{}, false
 	}
 	if r.URL.RawQuery != "" || r.URL.ForceQuery {
 		// The query may hold a token: it is never logged, and never read.
 		f.log.Warn("refused a request with a query string", slog.String("path", r.URL.Path), slog.String("remote", r.RemoteAddr))
 		httpError(w, http.StatusBadRequest, codeServerError,
 			"Gatehouse refused this request: the URL has a query string, which may hold a token and would then be written to logs and histories; send the token in the Authorization header (Authorization: Bearer TOKEN) and no query")
-		return "", false
+		return Client{}, false
 	}
 	token, ok := bearer(r)
 	if !ok {
 		unauthorized(w, "Gatehouse: this endpoint needs a client token in the Authorization header (Authorization: Bearer TOKEN); make one with: gatehouse serve token add CLIENT")
-		return "", false
+		return Client{}, false
 	}
 	client, ok, err := f.auth.Authenticate(r.Context(), token)
 	if err != nil {
 		f.log.Error("tokens unreadable", slog.Any("err", err))
 		f.metrics.Add("gatehouse_errors_total", 1, "kind", "tokens")
 		httpError(w, http.StatusServiceUnavailable, codeServerError, "Gatehouse: the tokens cannot be read now; try again")
-		return "", false
+		return Client{}, false
 	}
 	if !ok {
 		f.log.Warn("refused an unknown or revoked token", slog.String("remote", r.RemoteAddr))
 		unauthorized(w, "Gatehouse: the token is unknown or revoked; see the live tokens with: gatehouse serve token list")
-		return "", false
+		return Client{}, false
 	}
 	return client, true
 }

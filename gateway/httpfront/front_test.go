@@ -69,9 +69,9 @@ func (s *scripted) Serve(ctx context.Context, in io.Reader, out io.Writer) error
 	return nil
 }
 
-type tokenTable map[string]string
+type tokenTable map[string]Client
 
-func (t tokenTable) Authenticate(_ context.Context, token string) (string, bool, error) {
+func (t tokenTable) Authenticate(_ context.Context, token string) (Client, bool, error) {
 	c, ok := t[token]
 	return c, ok, nil
 }
@@ -79,6 +79,7 @@ func (t tokenTable) Authenticate(_ context.Context, token string) (string, bool,
 const (
 	tokenA = "ghs_aaaa"
 	tokenB = "ghs_bbbb"
+	tokenC = "ghs_cccc" // carol's reaches only the server docs
 )
 
 func newTestFront(t *testing.T, relay Relay, opts *Options) (*Front, *httptest.Server) {
@@ -94,7 +95,7 @@ func newTestFront(t *testing.T, relay Relay, opts *Options) (*Front, *httptest.S
 			return nil, ErrUnknownServer
 		}
 		return relay, nil
-	}, tokenTable{tokenA: "alice", tokenB: "bob"}, opts)
+	}, tokenTable{tokenA: {Name: "alice"}, tokenB: {Name: "bob"}, tokenC: {Name: "carol", Servers: []string{"docs"}}}, opts)
 	srv := httptest.NewUnstartedServer(f)
 	hs := f.HTTPServer()
 	srv.Config.ReadHeaderTimeout, srv.Config.MaxHeaderBytes = hs.ReadHeaderTimeout, hs.MaxHeaderBytes
@@ -241,6 +242,36 @@ func TestRefusals(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
+	}
+}
+
+// A token made for some servers gets 403 elsewhere, and from /metrics,
+// with an answer that says which servers it reaches; the relay never runs.
+func TestTokenScope(t *testing.T) {
+	t.Parallel()
+	_, srv := newTestFront(t, &scripted{}, nil)
+	for _, path := range []string{"/mcp/echo", "/metrics"} {
+		method := http.MethodPost
+		if path == "/metrics" {
+			method = http.MethodGet
+		}
+		resp, body := do(t, srv, path, call{method: method, token: tokenC, body: initialize})
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, `"jsonrpc":"2.0"`) || !strings.Contains(body, `carol`) {
+			t.Errorf("%s with carol's token = %d %s; want 403 with a JSON-RPC error naming carol", path, resp.StatusCode, body)
+		}
+		if path == "/mcp/echo" && !strings.Contains(body, "reaches docs") {
+			t.Errorf("%s with carol's token = %s; want it to say the token reaches docs", path, body)
+		}
+	}
+	// Its own server is reached (docs is not registered here: 404, past the scope).
+	resp, body := do(t, srv, "/mcp/docs", call{token: tokenC, body: initialize})
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/mcp/docs with carol's token = %d %s; want 404 (the scope passed, the server is unknown)", resp.StatusCode, body)
+	}
+	// A token for every server still reaches echo.
+	resp, body = do(t, srv, "/mcp/echo", call{token: tokenA, body: initialize})
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/mcp/echo with alice's token = %d %s; want 200", resp.StatusCode, body)
 	}
 }
 

@@ -8,8 +8,10 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +32,8 @@ var tokenMigrations = []string{
 		revoked_at INTEGER
 	);
 	CREATE UNIQUE INDEX serve_tokens_live ON serve_tokens (client) WHERE revoked_at IS NULL;`,
+	// The servers a token reaches: a JSON array of names, or NULL for all.
+	`ALTER TABLE serve_tokens ADD COLUMN servers TEXT;`,
 }
 
 // A Keeper keeps each client's token in the OS keychain (*vault.Vault is
@@ -67,15 +71,35 @@ func OpenTokens(ctx context.Context, db receipts.Migrator, keeper Keeper) (*Toke
 // A TokenInfo describes one token, without the token.
 type TokenInfo struct {
 	Client  string
-	Hint    string // the token's first characters, to tell tokens apart
+	Hint    string   // the token's first characters, to tell tokens apart
+	Servers []string // the servers it reaches; nil: every one
 	Created time.Time
 	Revoked time.Time // zero while it is live
 }
 
+// Reach says which servers a token reaches: "all" or their names.
+func Reach(servers []string) string {
+	if servers == nil {
+		return "all"
+	}
+	return strings.Join(servers, ",")
+}
+
 // Add makes a new token for client, keeps it in the keychain and returns
 // it: it is shown once, and only its hash stays in the database. It MUST
-// NOT be logged.
-func (t *Tokens) Add(ctx context.Context, client string) (string, error) {
+// NOT be logged. With servers, the token reaches only those servers'
+// endpoints; without, every registered server's.
+func (t *Tokens) Add(ctx context.Context, client string, servers ...string) (string, error) {
+	var scope any // NULL: every server
+	if len(servers) > 0 {
+		names := slices.Clone(servers)
+		slices.Sort(names)
+		b, err := json.Marshal(slices.Compact(names))
+		if err != nil {
+			return "", fmt.Errorf("add token: %w", err)
+		}
+		scope = string(b)
+	}
 	var b [32]byte
 	rand.Read(b[:])
 	token := TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
@@ -91,8 +115,8 @@ func (t *Tokens) Add(ctx context.Context, client string) (string, error) {
 	if n > 0 {
 		return "", fmt.Errorf("token for %s: %w", client, ErrTokenExists)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO serve_tokens (client, hash, hint, created_at) VALUES (?, ?, ?, ?)`,
-		client, tokenHash(token), token[:len(TokenPrefix)+4], time.Now().UnixMilli()); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO serve_tokens (client, hash, hint, created_at, servers) VALUES (?, ?, ?, ?, ?)`,
+		client, tokenHash(token), token[:len(TokenPrefix)+4], time.Now().UnixMilli(), scope); err != nil {
 		return "", fmt.Errorf("add token: %w", err)
 	}
 	// The keychain first: a token the database knows but the keychain
@@ -126,7 +150,7 @@ func (t *Tokens) Revoke(ctx context.Context, client string) error {
 
 // List returns every token, live and revoked, oldest first.
 func (t *Tokens) List(ctx context.Context) ([]TokenInfo, error) {
-	rows, err := t.db.QueryContext(ctx, `SELECT client, hint, created_at, revoked_at FROM serve_tokens ORDER BY created_at, rowid`)
+	rows, err := t.db.QueryContext(ctx, `SELECT client, hint, created_at, revoked_at, servers FROM serve_tokens ORDER BY created_at, rowid`)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
@@ -137,9 +161,13 @@ func (t *Tokens) List(ctx context.Context) ([]TokenInfo, error) {
 			ti      TokenInfo
 			created int64
 			revoked sql.NullInt64
+			scope   sql.NullString
 		)
-		if err := rows.Scan(&ti.Client, &ti.Hint, &created, &revoked); err != nil {
+		if err := rows.Scan(&ti.Client, &ti.Hint, &created, &revoked, &scope); err != nil {
 			return nil, fmt.Errorf("list tokens: %w", err)
+		}
+		if ti.Servers, err = parseScope(scope); err != nil {
+			return nil, fmt.Errorf("list tokens: %s: %w", ti.Client, err)
 		}
 		ti.Created = time.UnixMilli(created)
 		if revoked.Valid {
@@ -150,34 +178,61 @@ func (t *Tokens) List(ctx context.Context) ([]TokenInfo, error) {
 	return out, rows.Err()
 }
 
-// Authenticate returns the client whose live token this is. Every live
-// token's hash is compared with the presented one's in constant time, and
-// the table is read anew on each call, so that a revocation holds from the
-// next request on.
-func (t *Tokens) Authenticate(ctx context.Context, token string) (string, bool, error) {
+// Authenticate returns the client whose live token this is, with the
+// servers the token reaches. Every live token's hash is compared with the
+// presented one's in constant time, and the table is read anew on each
+// call, so that a revocation holds from the next request on. A scope that
+// cannot be read is an error, never every server.
+func (t *Tokens) Authenticate(ctx context.Context, token string) (Client, bool, error) {
 	if !strings.HasPrefix(token, TokenPrefix) {
-		return "", false, nil
+		return Client{}, false, nil
 	}
 	want := tokenHash(token)
-	rows, err := t.db.QueryContext(ctx, `SELECT client, hash FROM serve_tokens WHERE revoked_at IS NULL`)
+	rows, err := t.db.QueryContext(ctx, `SELECT client, hash, servers FROM serve_tokens WHERE revoked_at IS NULL`)
 	if err != nil {
-		return "", false, fmt.Errorf("authenticate: %w", err)
+		return Client{}, false, fmt.Errorf("authenticate: %w", err)
 	}
 	defer rows.Close()
-	client, found := "", false
+	var (
+		client Client
+		scope  sql.NullString
+		found  bool
+	)
 	for rows.Next() {
-		var c, h string
-		if err := rows.Scan(&c, &h); err != nil {
-			return "", false, fmt.Errorf("authenticate: %w", err)
+		var (
+			c, h string
+			s    sql.NullString
+		)
+		if err := rows.Scan(&c, &h, &s); err != nil {
+			return Client{}, false, fmt.Errorf("authenticate: %w", err)
 		}
 		if subtle.ConstantTimeCompare([]byte(h), []byte(want)) == 1 {
-			client, found = c, true
+			client.Name, scope, found = c, s, true
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return "", false, fmt.Errorf("authenticate: %w", err)
+		return Client{}, false, fmt.Errorf("authenticate: %w", err)
 	}
-	return client, found, nil
+	if !found {
+		return Client{}, false, nil
+	}
+	if client.Servers, err = parseScope(scope); err != nil {
+		return Client{}, false, fmt.Errorf("authenticate %s: %w", client.Name, err)
+	}
+	return client, true, nil
+}
+
+// parseScope reads a token's servers column: NULL is every server, else a
+// non-empty JSON array of names.
+func parseScope(s sql.NullString) ([]string, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var names []string
+	if err := json.Unmarshal([]byte(s.String), &names); err != nil || len(names) == 0 {
+		return nil, fmt.Errorf("the token's servers %q are unreadable", s.String)
+	}
+	return names, nil
 }
 
 func tokenHash(token string) string {

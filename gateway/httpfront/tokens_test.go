@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestTokens(t *testing.T) {
 		ok            bool
 	}{{tok, "laptop", true}, {other, "ci", true}, {tok + "x", "", false}, {tok[:len(tok)-1], "", false}, {"", "", false}, {"Bearer " + tok, "", false}} {
 		c, ok, err := tokens.Authenticate(ctx, tt.token)
-		if err != nil || c != tt.client || ok != tt.ok {
+		if err != nil || c.Name != tt.client || ok != tt.ok || c.Servers != nil {
 			t.Errorf("Authenticate(%.12q) = %q, %v, %v; want %q, %v", tt.token, c, ok, err, tt.client, tt.ok)
 		}
 	}
@@ -70,6 +71,22 @@ func TestTokens(t *testing.T) {
 	// A new token for the client after a revocation.
 	if _, err := tokens.Add(ctx, "laptop"); err != nil {
 		t.Errorf("Add after Revoke: %v", err)
+	}
+	// A token for some servers says so, in List and to the front.
+	ci2, err := tokens.Add(ctx, "deploy", "github", "docs", "github")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok, err := tokens.Authenticate(ctx, ci2)
+	if err != nil || !ok || !slices.Equal(c.Servers, []string{"docs", "github"}) {
+		t.Errorf("Authenticate(scoped) = %+v, %v, %v; want servers [docs github]", c, ok, err)
+	}
+	if !c.Reaches("github") || c.Reaches("filesystem") {
+		t.Errorf("%+v reaches github %v, filesystem %v; want true, false", c, c.Reaches("github"), c.Reaches("filesystem"))
+	}
+	list, _ = tokens.List(ctx)
+	if last := list[len(list)-1]; last.Client != "deploy" || !slices.Equal(last.Servers, []string{"docs", "github"}) || list[0].Servers != nil {
+		t.Errorf("List = %+v; want deploy's servers [docs github] and laptop's nil", list)
 	}
 	// No token is written anywhere in the home folder.
 	st.Close()

@@ -34,9 +34,19 @@ type Settings struct {
 	// until the user reviews it, unless a capability pack knows it. On
 	// unless set off.
 	QuarantineNewServers bool
+	// ServeEnabled says the tray app serves over HTTP (as gatehouse serve
+	// does) while it runs. Off unless set on.
+	ServeEnabled bool
 	// ServeListen is the HOST:PORT gatehouse serve listens on when no
 	// --listen is given. Empty means its default (loopback).
 	ServeListen string
+	// ServeTLSCert and ServeTLSKey are the PEM files of the certificate
+	// chain and its key that gatehouse serve serves HTTPS with when no
+	// --tls-cert is given; both empty means plain HTTP.
+	ServeTLSCert, ServeTLSKey string
+	// ExportOff says the export destinations below are kept but not sent
+	// to. Unset means on.
+	ExportOff bool
 	// ExportOTLP are the OTLP/HTTP endpoints (http(s)://HOST:PORT) that
 	// gatehouse serve and export-stream send the evidence to when no
 	// --export-otlp or --export-syslog is given.
@@ -44,6 +54,10 @@ type Settings struct {
 	// ExportSyslog are the syslog receivers (tcp://HOST:PORT or
 	// udp://HOST:PORT), likewise.
 	ExportSyslog []string
+	// ExportOTLPHeaders are sent with every OTLP request, by header name;
+	// each value is a reference to a keychain secret (vault://secret/ID),
+	// never the value.
+	ExportOTLPHeaders map[string]string
 	// Problems lists settings whose stored value could not be read, and
 	// were taken as unset.
 	Problems []string
@@ -55,9 +69,14 @@ const (
 	SettingLogLevel     = "log.level"     // debug, info, warn or error
 	// SettingQuarantineNewServers is "on" or "off"; unset means on.
 	SettingQuarantineNewServers = "quarantine.new_servers"
-	SettingServeListen          = "serve.listen"  // HOST:PORT
-	SettingExportOTLP           = "export.otlp"   // a JSON array of URLs
-	SettingExportSyslog         = "export.syslog" // a JSON array of tcp:// or udp:// addresses
+	SettingServeEnabled         = "serve.enabled"       // "on" or "off"; unset means off
+	SettingServeListen          = "serve.listen"        // HOST:PORT
+	SettingServeTLSCert         = "serve.tls_cert"      // a file path
+	SettingServeTLSKey          = "serve.tls_key"       // a file path
+	SettingExportEnabled        = "export.enabled"      // "on" or "off"; unset means on
+	SettingExportOTLP           = "export.otlp"         // a JSON array of URLs
+	SettingExportSyslog         = "export.syslog"       // a JSON array of tcp:// or udp:// addresses
+	SettingExportOTLPHeaders    = "export.otlp_headers" // a JSON object: header name to vault://secret/ID
 )
 
 // Bounds of [Settings.ApprovalWait]. Below the minimum a person cannot read
@@ -109,6 +128,33 @@ func (st *Store) Settings(ctx context.Context) (Settings, error) {
 				// Unreadable: the safe side, which is the default.
 				s.Problems = append(s.Problems, fmt.Sprintf("%s = %q: not on or off", k, v))
 			}
+		case SettingServeEnabled, SettingExportEnabled:
+			if v != "on" && v != "off" {
+				s.Problems = append(s.Problems, fmt.Sprintf("%s = %q: not on or off", k, v))
+				continue
+			}
+			if k == SettingServeEnabled {
+				s.ServeEnabled = v == "on"
+			} else {
+				s.ExportOff = v == "off"
+			}
+		case SettingServeTLSCert, SettingServeTLSKey:
+			if err := checkPath(v); err != nil {
+				s.Problems = append(s.Problems, fmt.Sprintf("%s = %q: %v", k, v, err))
+				continue
+			}
+			if k == SettingServeTLSCert {
+				s.ServeTLSCert = v
+			} else {
+				s.ServeTLSKey = v
+			}
+		case SettingExportOTLPHeaders:
+			h, err := parseHeaders(v)
+			if err != nil {
+				s.Problems = append(s.Problems, fmt.Sprintf("%s: %v", k, err))
+				continue
+			}
+			s.ExportOTLPHeaders = h
 		case SettingServeListen:
 			if err := checkListen(v); err != nil {
 				s.Problems = append(s.Problems, fmt.Sprintf("%s = %q: %v", k, v, err))
@@ -134,6 +180,11 @@ func (st *Store) Settings(ctx context.Context) (Settings, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return s, fmt.Errorf("read settings: %w", err)
+	}
+	if (s.ServeTLSCert == "") != (s.ServeTLSKey == "") {
+		// Half a pair serves nothing: neither is taken.
+		s.Problems = append(s.Problems, fmt.Sprintf("%s and %s go together; only one is set", SettingServeTLSCert, SettingServeTLSKey))
+		s.ServeTLSCert, s.ServeTLSKey = "", ""
 	}
 	return s, nil
 }
@@ -185,6 +236,79 @@ func (st *Store) SetServeListen(ctx context.Context, addr string) error {
 		return fmt.Errorf("set serve address: %w: %q: %v", ErrInvalidSetting, addr, err)
 	}
 	return st.set(ctx, SettingServeListen, addr)
+}
+
+// SetServeEnabled sets whether the tray app serves over HTTP while it runs.
+func (st *Store) SetServeEnabled(ctx context.Context, on bool) error {
+	if !on {
+		return st.unset(ctx, SettingServeEnabled)
+	}
+	return st.set(ctx, SettingServeEnabled, "on")
+}
+
+// SetServeTLS sets the certificate chain and key files gatehouse serve
+// serves HTTPS with; both empty go back to plain HTTP. The two go
+// together. The files are read when serving starts, not here.
+func (st *Store) SetServeTLS(ctx context.Context, cert, key string) error {
+	if (cert == "") != (key == "") {
+		return fmt.Errorf("set serve TLS: %w: the certificate and its key go together", ErrInvalidSetting)
+	}
+	if cert == "" {
+		if err := st.unset(ctx, SettingServeTLSCert); err != nil {
+			return err
+		}
+		return st.unset(ctx, SettingServeTLSKey)
+	}
+	for _, p := range []string{cert, key} {
+		if err := checkPath(p); err != nil {
+			return fmt.Errorf("set serve TLS: %w: %q: %v", ErrInvalidSetting, p, err)
+		}
+	}
+	tx, err := st.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("set serve TLS: %w", err)
+	}
+	defer tx.Rollback()
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	for k, v := range map[string]string{SettingServeTLSCert: cert, SettingServeTLSKey: key} {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, k, v, now); err != nil {
+			return fmt.Errorf("set serve TLS: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("set serve TLS: %w", err)
+	}
+	return nil
+}
+
+// SetExportEnabled sets whether the evidence goes to the export
+// destinations; off keeps them, unsent.
+func (st *Store) SetExportEnabled(ctx context.Context, on bool) error {
+	if on {
+		return st.unset(ctx, SettingExportEnabled)
+	}
+	return st.set(ctx, SettingExportEnabled, "off")
+}
+
+// SetExportOTLPHeaders sets the headers sent with every OTLP request; each
+// value MUST be a reference to a keychain secret (vault://secret/ID), so
+// that no credential is ever kept in the database. None goes back to no
+// header.
+func (st *Store) SetExportOTLPHeaders(ctx context.Context, headers map[string]string) error {
+	if len(headers) == 0 {
+		return st.unset(ctx, SettingExportOTLPHeaders)
+	}
+	for name, ref := range headers {
+		if err := checkHeader(name, ref); err != nil {
+			return fmt.Errorf("set OTLP headers: %w: %v", ErrInvalidSetting, err)
+		}
+	}
+	b, err := json.Marshal(headers)
+	if err != nil {
+		return fmt.Errorf("set OTLP headers: %w", err)
+	}
+	return st.set(ctx, SettingExportOTLPHeaders, string(b))
 }
 
 // SetExportOTLP sets the OTLP/HTTP endpoints (http(s)://HOST:PORT[/PATH])
@@ -273,6 +397,44 @@ func checkSyslog(v string) error {
 		return errors.New("not tcp://HOST:PORT or udp://HOST:PORT")
 	}
 	return nil
+}
+
+func checkPath(v string) error {
+	if v == "" || strings.ContainsRune(v, 0) {
+		return errors.New("not a file path")
+	}
+	return nil
+}
+
+// secretRefPrefix is vault.RefPrefix, which store does not import (vault
+// is a leaf above it).
+const secretRefPrefix = "vault://secret/"
+
+func checkHeader(name, ref string) error {
+	if name == "" || strings.ContainsAny(name, " \t:\r\n") {
+		return fmt.Errorf("%q is not a header name", name)
+	}
+	if id, ok := strings.CutPrefix(ref, secretRefPrefix); !ok || id == "" || strings.ContainsAny(id, "/ ") {
+		return fmt.Errorf("header %s: the value must be a keychain reference, vault://secret/ID, not the value itself", name)
+	}
+	return nil
+}
+
+// parseHeaders reads the OTLP headers setting: a JSON object of header
+// names to keychain references. A value that is not a reference is not
+// shown in the problem: it may be a credential.
+func parseHeaders(v string) (map[string]string, error) {
+	dec := json.NewDecoder(strings.NewReader(v))
+	var h map[string]string
+	if err := dec.Decode(&h); err != nil || dec.More() || h == nil {
+		return nil, errors.New("not a JSON object of header names to vault://secret/ID")
+	}
+	for name, ref := range h {
+		if err := checkHeader(name, ref); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
 }
 
 // parseList reads a list setting: a JSON array of strings, each of which

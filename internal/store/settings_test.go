@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -213,5 +214,55 @@ func TestServeAndExportSettings(t *testing.T) {
 	}
 	if s, _ = st.Settings(ctx); s.ServeListen != "" || s.ExportOTLP != nil || s.ExportSyslog != nil || len(s.Problems) != 3 {
 		t.Errorf("Settings() = %+v, want unreadable values unset, each a problem", s)
+	}
+}
+
+// The settings the app's serve and evidence sections write: serve on, TLS
+// files, export off, and OTLP headers that refer to the keychain and never
+// hold a credential.
+func TestServeTLSAndOTLPHeaderSettings(t *testing.T) {
+	ctx := context.Background()
+	st := MustOpen(t)
+	if s, _ := st.Settings(ctx); s.ServeEnabled || s.ExportOff || s.ServeTLSCert != "" || s.ExportOTLPHeaders != nil {
+		t.Fatalf("defaults = %+v, want serve off, export on, no TLS, no headers", s)
+	}
+	headers := map[string]string{"Authorization": "vault://secret/otel-auth"}
+	if err := errors.Join(st.SetServeEnabled(ctx, true), st.SetServeTLS(ctx, "/etc/gh/cert.pem", "/etc/gh/key.pem"),
+		st.SetExportEnabled(ctx, false), st.SetExportOTLPHeaders(ctx, headers)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.ServeEnabled || s.ServeTLSCert != "/etc/gh/cert.pem" || s.ServeTLSKey != "/etc/gh/key.pem" || !s.ExportOff ||
+		s.ExportOTLPHeaders["Authorization"] != "vault://secret/otel-auth" || len(s.Problems) != 0 {
+		t.Errorf("Settings() = %+v, want them as set", s)
+	}
+	for name, set := range map[string]func() error{
+		"a certificate without its key": func() error { return st.SetServeTLS(ctx, "/c.pem", "") },
+		"a header's value in clear":     func() error { return st.SetExportOTLPHeaders(ctx, map[string]string{"Authorization": "Bearer s3cr3t"}) },
+		"a header name with a colon": func() error {
+			return st.SetExportOTLPHeaders(ctx, map[string]string{"Authorization:": "vault://secret/x"})
+		},
+	} {
+		if err := set(); !errors.Is(err, ErrInvalidSetting) {
+			t.Errorf("%s: error = %v, want ErrInvalidSetting", name, err)
+		} else if strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("%s: the error %q repeats the credential", name, err)
+		}
+	}
+	// Another version's credential in clear is not taken, and not repeated.
+	if err := st.set(ctx, SettingExportOTLPHeaders, `{"Authorization":"Bearer s3cr3t"}`); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ = st.Settings(ctx); s.ExportOTLPHeaders != nil || len(s.Problems) != 1 || strings.Contains(s.Problems[0], "s3cr3t") {
+		t.Errorf("Settings() = %+v, want the header unset, one problem that does not repeat the value", s)
+	}
+	if err := errors.Join(st.SetServeEnabled(ctx, false), st.SetServeTLS(ctx, "", ""), st.SetExportEnabled(ctx, true)); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ = st.Settings(ctx); s.ServeEnabled || s.ServeTLSCert != "" || s.ServeTLSKey != "" || s.ExportOff {
+		t.Errorf("after reset, Settings() = %+v, want the defaults", s)
 	}
 }
