@@ -1,7 +1,8 @@
 // Package clients finds the MCP clients on this machine (Claude Desktop,
 // Claude Code, Cursor, VS Code, Windsurf, Gemini CLI, Codex CLI, Zed, Cline,
 // Roo Code, Kilo Code, LM Studio, Kiro, Amazon Q Developer, Junie, OpenCode,
-// GitHub Copilot CLI, Warp, Augment's Auggie CLI and Qwen Code: [IDs]),
+// GitHub Copilot CLI, Warp, Augment's Auggie CLI, Qwen Code, Continue and
+// Goose: [IDs]),
 // reads the servers in their config files, and rewrites those files so that
 // each server is launched through `gatehouse proxy`, with an exact way back.
 // Each client's files, entry schema and quirks are in its spec (detect.go),
@@ -81,12 +82,14 @@ const (
 	Warp          ID = "warp"
 	Augment       ID = "augment"
 	QwenCode      ID = "qwen-code"
+	Continue      ID = "continue"
+	Goose         ID = "goose"
 )
 
 // IDs returns every client Gatehouse knows, in the order it lists them.
 func IDs() []ID {
 	return []ID{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf, GeminiCLI, Codex, Zed,
-		Cline, RooCode, KiloCode, LMStudio, Kiro, AmazonQ, Junie, OpenCode, CopilotCLI, Warp, Augment, QwenCode}
+		Cline, RooCode, KiloCode, LMStudio, Kiro, AmazonQ, Junie, OpenCode, CopilotCLI, Warp, Augment, QwenCode, Continue, Goose}
 }
 
 // Name returns the client's product name.
