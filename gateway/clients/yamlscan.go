@@ -516,7 +516,7 @@ func (p *parsed) yamlEntries() ([]*source, error) {
 			name := ""
 			if v.Kind == yaml.MappingNode {
 				for j := 0; j+1 < len(v.Content); j += 2 {
-					if v.Content[j].Value == "name" && v.Content[j+1].Kind == yaml.ScalarNode {
+					if v.Content[j].Value == "name" && v.Content[j+1].Kind == yaml.ScalarNode && v.Content[j+1].Tag == "!!str" {
 						name = v.Content[j+1].Value
 					}
 				}
@@ -638,32 +638,50 @@ func (s *source) exactSpans() error {
 
 // yamlRest is what a YAML file means without the entries at locators.
 func yamlRest(sp *spec, data []byte, locators [][]string) (any, error) {
-	var v map[string]any
-	if err := yaml.Unmarshal(data, &v); err != nil {
+	var doc any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
 	}
 	drop := map[string]bool{}
 	for _, l := range locators {
 		drop[l[len(l)-1]] = true
 	}
-	switch list := v[sp.top].(type) {
-	case []any:
-		var kept []any
-		for _, it := range list {
-			if m, ok := it.(map[string]any); ok {
-				if n, ok := m["name"].(string); ok && drop[n] {
+	rest := func(servers any) any {
+		switch list := servers.(type) {
+		case []any:
+			var kept []any
+			for _, it := range list {
+				var name any
+				switch m := it.(type) {
+				case map[string]any:
+					name = m["name"]
+				case map[any]any:
+					name = m["name"]
+				}
+				if n, ok := name.(string); ok && drop[n] {
 					continue
 				}
+				kept = append(kept, it)
 			}
-			kept = append(kept, it)
+			return kept
+		case map[string]any:
+			for k := range drop {
+				delete(list, k)
+			}
+		case map[any]any:
+			for k := range drop {
+				delete(list, k)
+			}
 		}
-		v[sp.top] = kept
-	case map[string]any:
-		for k := range drop {
-			delete(list, k)
-		}
+		return servers
 	}
-	return v, nil
+	switch v := doc.(type) {
+	case map[string]any:
+		v[sp.top] = rest(v[sp.top])
+	case map[any]any:
+		v[sp.top] = rest(v[sp.top])
+	}
+	return doc, nil
 }
 
 // sameYAML reports whether two YAML texts mean the same.
