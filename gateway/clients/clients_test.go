@@ -102,11 +102,12 @@ func newMachineB(b *testing.B) *machine {
 
 func newMachineTB(tb testing.TB, t *testing.T, goos string) *machine {
 	mc := &machine{t: t, home: tb.TempDir(), kc: &fakeKeychain{}}
-	mc.env = Env{GOOS: goos, Home: mc.home, Cwd: mc.home, Path: "/usr/local/bin:/usr/bin:/bin"}
+	mc.env = Env{GOOS: goos, Home: mc.home, Cwd: mc.home, Path: "/usr/local/bin:/usr/bin:/bin", SystemRoot: tb.TempDir()}
 	if goos == "windows" {
 		mc.env.AppData = filepath.Join(mc.home, "AppData", "Roaming")
 		mc.env.LocalAppData = filepath.Join(mc.home, "AppData", "Local")
 		mc.env.Path = `C:\Program Files\nodejs;C:\Windows\system32`
+		mc.env.ProgramFiles = filepath.Join(mc.env.SystemRoot, "Program Files")
 	}
 	mc.env.LookPath = func(file, path string) (string, error) {
 		if isAbs(goos, file) {

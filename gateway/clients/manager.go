@@ -98,6 +98,7 @@ type scanned struct {
 	running bool
 	started time.Time
 	runErr  error
+	managed *managed
 }
 
 type scannedFile struct {
@@ -260,6 +261,8 @@ func (m *Manager) scanClient(sp *spec, recs map[string]*record, seen map[string]
 		f.groups = []*group{g}
 		s.files = append(s.files, f)
 	}
+	s.managed = m.readManaged(sp)
+	s.client.Managed = s.managed.notes
 	m.states(s, recs, seen)
 	return s
 }
@@ -333,6 +336,7 @@ func (m *Manager) states(s *scanned, recs map[string]*record, seen map[string]ma
 				if sp.id == ClaudeDesktop {
 					m.desktopDetail(&e, s, recs[recordKey(f.path, src.locator)])
 				}
+				s.managed.apply(m, sp, &e, src)
 				if g.state == nil {
 					g.state = map[*source]Entry{}
 				}
@@ -531,6 +535,10 @@ func approval(e *Env, claudeFile *scannedFile, dir, key, name string) approvalSt
 	}
 	if e.ClaudeConfigDir != "" {
 		settings[0] = filepath.Join(e.ClaudeConfigDir, "settings.json")
+	}
+	if dir := claudeManagedDir(e); dir != "" {
+		// Managed settings come last: they win.
+		settings = append(settings, filepath.Join(dir, "managed-settings.json"))
 	}
 	for _, path := range settings {
 		data, err := os.ReadFile(path)
