@@ -29,8 +29,8 @@ var clientsCmd = &command{
 	help: `
 Looks for Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI,
 Codex CLI, Zed, Cline, Roo Code, Kilo Code, LM Studio, Kiro, Amazon Q
-Developer, Junie, OpenCode, GitHub Copilot CLI, Warp, Augment's Auggie CLI
-and Qwen Code, reads every config file each one reads (user files, Claude
+Developer, Junie, OpenCode, GitHub Copilot CLI, Warp, Augment's Auggie CLI,
+Qwen Code, Continue and Goose, reads every config file each one reads (user files, Claude
 Code's local scopes, project files from here up), and shows each server
 entry's state:
 
@@ -41,6 +41,10 @@ entry's state:
   extension                managed by an extension or plugin of the client; left alone
   unsupported              Gatehouse cannot govern it (the detail says why)
   shadowed                 a project server Claude Code does not run (a local one has its name)
+  overridden by managed settings
+                           managed configuration makes the client ignore it: not protected
+  forbidden by managed settings
+                           managed configuration refuses it, as it is or once governed; left alone
 
 Nothing secret is shown: no environment values, no headers.`,
 	flags: flagged(func(fs *flag.FlagSet, f *clientsFlags) {
