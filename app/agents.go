@@ -261,7 +261,7 @@ func (p *agentsPage) clientCard(c clients.Client) fyne.CanvasObject {
 	}
 	title := container.NewBorder(nil, nil, text(name, widget.RichTextStyle{SizeName: theme.SizeNameSubHeadingText, TextStyle: fyne.TextStyle{Bold: true}}),
 		container.NewHBox(undo, govern))
-	rows := []fyne.CanvasObject{title}
+	rows := append([]fyne.CanvasObject{title}, managedNotice(c)...)
 	for _, f := range c.Files {
 		if !f.Exists && len(f.Entries) == 0 {
 			continue

@@ -29,8 +29,8 @@ var clientsCmd = &command{
 	help: `
 Looks for Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Gemini CLI,
 Codex CLI, Zed, Cline, Roo Code, Kilo Code, LM Studio, Kiro, Amazon Q
-Developer, Junie, OpenCode, GitHub Copilot CLI, Warp, Augment's Auggie CLI
-and Qwen Code, reads every config file each one reads (user files, Claude
+Developer, Junie, OpenCode, GitHub Copilot CLI, Warp, Augment's Auggie CLI,
+Qwen Code, Continue and Goose, reads every config file each one reads (user files, Claude
 Code's local scopes, project files from here up), and shows each server
 entry's state:
 
@@ -41,6 +41,10 @@ entry's state:
   extension                managed by an extension or plugin of the client; left alone
   unsupported              Gatehouse cannot govern it (the detail says why)
   shadowed                 a project server Claude Code does not run (a local one has its name)
+  overridden by managed settings
+                           managed configuration makes the client ignore it: not protected
+  forbidden by managed settings
+                           managed configuration refuses it, as it is or once governed; left alone
 
 Nothing secret is shown: no environment values, no headers.`,
 	flags: flagged(func(fs *flag.FlagSet, f *clientsFlags) {
@@ -198,11 +202,15 @@ func runClients(ctx context.Context, c *cli, fs *flag.FlagSet, f *clientsFlags, 
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLIENT\tFILE\tSERVER\tSTATE\tDETAIL")
 	var missing []string
-	var ungoverned, drift, broken int
+	var ungoverned, drift, broken, managed int
+	var notes []string // managed configuration in force: it decides whether a client runs its entries at all
 	for _, cl := range cs {
 		if !cl.Installed {
 			missing = append(missing, string(cl.ID))
 			continue
+		}
+		for _, n := range cl.Managed {
+			notes = append(notes, fmt.Sprintf("gatehouse: %s: managed configuration: %s", cl.ID, n))
 		}
 		shown := false
 		for _, f := range cl.Files {
@@ -238,6 +246,8 @@ func runClients(ctx context.Context, c *cli, fs *flag.FlagSet, f *clientsFlags, 
 					ungoverned++
 				case e.Drift():
 					drift++
+				case e.State == clients.Overridden || e.State == clients.Forbidden:
+					managed++
 				}
 			}
 		}
@@ -251,6 +261,9 @@ func runClients(ctx context.Context, c *cli, fs *flag.FlagSet, f *clientsFlags, 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, n := range notes {
+		fmt.Fprintln(c.stderr, n)
+	}
 	if len(missing) > 0 {
 		fmt.Fprintf(c.stderr, "gatehouse: not found on this machine: %s\n", strings.Join(missing, ", "))
 	}
@@ -259,6 +272,8 @@ func runClients(ctx context.Context, c *cli, fs *flag.FlagSet, f *clientsFlags, 
 		fmt.Fprintf(c.stderr, "hint: fix the unreadable files (the line and column are given); Gatehouse does not touch them\n")
 	case ungoverned > 0 || drift > 0:
 		fmt.Fprintf(c.stderr, "hint: see what governing would change with: gatehouse clients govern --dry-run\n")
+	case managed > 0:
+		fmt.Fprintf(c.stderr, "hint: %d entries are overridden or forbidden by managed configuration: they are not protected; ask who manages this machine\n", managed)
 	}
 	return nil
 }
@@ -292,15 +307,16 @@ func printClientsJSON(w io.Writer, cs []clients.Client) error {
 		Entries []entry `json:"entries"`
 	}
 	type client struct {
-		ID        string `json:"id"`
-		Name      string `json:"name"`
-		Installed bool   `json:"installed"`
-		Running   bool   `json:"running,omitempty"`
-		Files     []file `json:"files"`
+		ID        string   `json:"id"`
+		Name      string   `json:"name"`
+		Installed bool     `json:"installed"`
+		Running   bool     `json:"running,omitempty"`
+		Managed   []string `json:"managed,omitempty"` // managed configuration in force, or not readable here
+		Files     []file   `json:"files"`
 	}
 	out := []client{}
 	for _, c := range cs {
-		cj := client{ID: string(c.ID), Name: c.Name, Installed: c.Installed, Running: c.Running, Files: []file{}}
+		cj := client{ID: string(c.ID), Name: c.Name, Installed: c.Installed, Running: c.Running, Managed: c.Managed, Files: []file{}}
 		for _, f := range c.Files {
 			fj := file{Path: f.Path, Scope: string(f.Scope), Project: f.Project, Exists: f.Exists, Entries: []entry{}}
 			if f.Err != nil {

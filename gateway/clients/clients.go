@@ -1,7 +1,8 @@
 // Package clients finds the MCP clients on this machine (Claude Desktop,
 // Claude Code, Cursor, VS Code, Windsurf, Gemini CLI, Codex CLI, Zed, Cline,
 // Roo Code, Kilo Code, LM Studio, Kiro, Amazon Q Developer, Junie, OpenCode,
-// GitHub Copilot CLI, Warp, Augment's Auggie CLI and Qwen Code: [IDs]),
+// GitHub Copilot CLI, Warp, Augment's Auggie CLI, Qwen Code, Continue and
+// Goose: [IDs]),
 // reads the servers in their config files, and rewrites those files so that
 // each server is launched through `gatehouse proxy`, with an exact way back.
 // Each client's files, entry schema and quirks are in its spec (detect.go),
@@ -81,12 +82,14 @@ const (
 	Warp          ID = "warp"
 	Augment       ID = "augment"
 	QwenCode      ID = "qwen-code"
+	Continue      ID = "continue"
+	Goose         ID = "goose"
 )
 
 // IDs returns every client Gatehouse knows, in the order it lists them.
 func IDs() []ID {
 	return []ID{ClaudeDesktop, ClaudeCode, Cursor, VSCode, Windsurf, GeminiCLI, Codex, Zed,
-		Cline, RooCode, KiloCode, LMStudio, Kiro, AmazonQ, Junie, OpenCode, CopilotCLI, Warp, Augment, QwenCode}
+		Cline, RooCode, KiloCode, LMStudio, Kiro, AmazonQ, Junie, OpenCode, CopilotCLI, Warp, Augment, QwenCode, Continue, Goose}
 }
 
 // Name returns the client's product name.
@@ -164,6 +167,14 @@ const (
 	// Shadowed: a server in a project's .mcp.json that Claude Code does not
 	// run, because the project's local scope has one of the same name.
 	Shadowed State = "shadowed"
+	// Overridden: managed configuration makes the client ignore the entry
+	// (Claude Code's managed-mcp.json, VS Code's chat.mcp.access "none"):
+	// governed or not, it does not run, and is not protected by governing.
+	Overridden State = "overridden by managed settings"
+	// Forbidden: managed configuration refuses the entry as it is, or as
+	// governing would write it (an allowlist of commands that does not
+	// name gatehouse); Gatehouse leaves it as it is.
+	Forbidden State = "forbidden by managed settings"
 )
 
 // A Client is an MCP client and what Gatehouse found of it.
@@ -174,6 +185,9 @@ type Client struct {
 	Running   bool      // its app is running now (Claude Desktop only)
 	StartedAt time.Time // when the running app started, when known
 	Files     []File
+	// Managed says what managed (enterprise) configuration the client
+	// reads, and where; or that it cannot be read here.
+	Managed []string
 }
 
 // A File is one config file a client reads.
@@ -219,6 +233,11 @@ type Env struct {
 	Cwd             string // where to look for project files (and up from there)
 	Path            string // the user's PATH, for finding commands
 	PathExt         string // Windows: %PATHEXT%
+	ProgramFiles    string // Windows: %ProgramFiles%, where Claude Code's managed files are
+	// SystemRoot is the folder system-wide files (/etc, /Library) are
+	// under; empty means the file system's root. Tests point it at a
+	// folder of their own.
+	SystemRoot string
 
 	// LookPath finds file on the list of folders path (as in PATH), or
 	// checks that an absolute file exists; nil means on this file system.
@@ -246,6 +265,7 @@ func SystemEnv() Env {
 		Cwd:             cwd,
 		Path:            os.Getenv("PATH"),
 		PathExt:         os.Getenv("PATHEXT"),
+		ProgramFiles:    os.Getenv("ProgramFiles"),
 	}
 }
 

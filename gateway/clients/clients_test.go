@@ -102,11 +102,12 @@ func newMachineB(b *testing.B) *machine {
 
 func newMachineTB(tb testing.TB, t *testing.T, goos string) *machine {
 	mc := &machine{t: t, home: tb.TempDir(), kc: &fakeKeychain{}}
-	mc.env = Env{GOOS: goos, Home: mc.home, Cwd: mc.home, Path: "/usr/local/bin:/usr/bin:/bin"}
+	mc.env = Env{GOOS: goos, Home: mc.home, Cwd: mc.home, Path: "/usr/local/bin:/usr/bin:/bin", SystemRoot: tb.TempDir()}
 	if goos == "windows" {
 		mc.env.AppData = filepath.Join(mc.home, "AppData", "Roaming")
 		mc.env.LocalAppData = filepath.Join(mc.home, "AppData", "Local")
 		mc.env.Path = `C:\Program Files\nodejs;C:\Windows\system32`
+		mc.env.ProgramFiles = filepath.Join(mc.env.SystemRoot, "Program Files")
 	}
 	mc.env.LookPath = func(file, path string) (string, error) {
 		if isAbs(goos, file) {
@@ -229,6 +230,17 @@ func (mc *machine) servers() []store.Server {
 // rest is a config file's meaning without the named entries.
 func rest(t *testing.T, sp *spec, data []byte, prefixes [][]string, drop []string) any {
 	t.Helper()
+	if sp.format == formatYAML && len(prefixes) == 0 { // a YAML file (a JSON one names where its servers are)
+		var locs [][]string
+		for _, d := range drop {
+			locs = append(locs, []string{sp.top, d})
+		}
+		v, err := yamlRest(sp, data, locs)
+		if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		return v
+	}
 	if sp.format == formatTOML {
 		var v map[string]any
 		if _, err := toml.Decode(string(data), &v); err != nil {
@@ -277,6 +289,59 @@ type roundTrip struct {
 }
 
 var roundTrips = []roundTrip{
+	{
+		name: "continue", goos: "linux", client: Continue, fixture: "continue_config.yaml",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".continue", "config.yaml") },
+		secrets:  []string{"ghp_contNOTrealTOKEN000000000000000000a1", "contNOTrealBEARER0123456789"},
+		governed: []string{"SQLite MCP", "GitHub", "Docs", "Events"},
+	},
+	{
+		name: "continue, a workspace's block, messy: CRLF, comments, quoted and plain scalars, block scalars, anchors, flow style",
+		goos: "linux", client: Continue, fixture: "continue_messy.yaml",
+		cwd: func(mc *machine) string { return filepath.Join(mc.home, "src", "app") },
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, "src", "app", ".continue", "mcpServers", "work.yaml")
+		},
+		secrets:  []string{"BSAcontNOTreal"},
+		governed: []string{"brave search", "templated"},
+		skipped: map[string]string{
+			"anchored": "anchor",
+			"flowing":  "flow style",
+			"shell":    "not found",
+		},
+	},
+	{
+		name: "continue, a workspace's JSON file", goos: "darwin", client: Continue, fixture: "continue_mcp.json",
+		cwd: func(mc *machine) string { return filepath.Join(mc.home, "src", "app") },
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, "src", "app", ".continue", "mcpServers", "desktop.json")
+		},
+		prefix:   [][]string{{"mcpServers"}},
+		secrets:  []string{"BSAcontJSONnotREAL0123456789"},
+		governed: []string{"filesystem", "brave-search"},
+	},
+	{
+		name: "goose", goos: "linux", client: Goose, fixture: "goose_config.yaml",
+		path:     func(mc *machine) string { return filepath.Join(mc.home, ".config", "goose", "config.yaml") },
+		secrets:  []string{"ghp_gooseNOTrealTOKEN00000000000000000a1", "gooseNOTrealKEY-0123456789abcdef"},
+		governed: []string{"filesystem", "github", "remote-tools"},
+		skipped:  map[string]string{"developer": "inside Goose"},
+	},
+	{
+		name: "goose, windows, messy: CRLF, four spaces, quoted id, env_keys, anchors, aliases, tags",
+		goos: "windows", client: Goose, fixture: "goose_messy.yaml",
+		path: func(mc *machine) string {
+			return filepath.Join(mc.home, "AppData", "Roaming", "Block", "goose", "config", "config.yaml")
+		},
+		governed: []string{"slack"},
+		skipped: map[string]string{
+			"memory": "inside Goose",
+			"legacy": "anchor",
+			"copy":   "alias",
+			"odd":    "inside Goose",
+			"tagged": "tag",
+		},
+	},
 	{
 		name: "claude code, sign-in with OAuth and mcp-remote", goos: "linux", client: ClaudeCode, fixture: "claude_oauth.json",
 		path:     func(mc *machine) string { return filepath.Join(mc.home, ".claude.json") },

@@ -14,6 +14,7 @@ const (
 	formatJSON  fileFormat = iota + 1 // strict JSON
 	formatJSONC                       // JSON with comments and trailing commas
 	formatTOML
+	formatYAML
 )
 
 // A spec is what Gatehouse knows of one client: its files and their schema.
@@ -45,6 +46,26 @@ type spec struct {
 	cmdList bool                     // "command" is a list: the program, then its arguments (OpenCode)
 	stdio   []string                 // the values of "type" that mean stdio ("stdio" when empty); the first is written
 	servers func(p *parsed) []string // the keys to the servers object, when not just top
+
+	// YAML files.
+	yamlList   bool              // the servers are a list of entries named by "name" (Continue), not a mapping
+	yamlRename map[string]string // the client's keys for the usual ones ("cmd" for "command")
+	// yamlEntry looks at an entry before it is read, and may adjust it to
+	// the usual keys; a state it returns leaves the entry as it is.
+	yamlEntry func(m *jmember) (State, string)
+	alwaysEnv bool // a governed entry has its env, even empty (Goose)
+	// projectDir is a folder of a project whose YAML and JSON files each
+	// hold servers (Continue's .continue/mcpServers).
+	projectDir string
+}
+
+// formatOf is the format of the client's file at path: a client of YAML
+// files also reads JSON ones (Continue's .continue/mcpServers/*.json).
+func (sp *spec) formatOf(path string) fileFormat {
+	if sp.format == formatYAML && strings.EqualFold(filepath.Ext(path), ".json") {
+		return formatJSON
+	}
+	return sp.format
 }
 
 func (sp *spec) env() string {
@@ -365,6 +386,96 @@ var specs = map[ID]*spec{
 		remote:      []string{"httpUrl", "url"},
 		expands:     dollarName,
 	},
+	// Continue: ~/.continue/config.yaml, whose mcpServers is a list of
+	// entries named by "name": command, args, env, cwd (type "stdio"), or
+	// type "sse" or "streamable-http" with url and requestOptions.headers;
+	// its own connectionTimeout. A workspace's .continue/mcpServers holds
+	// blocks (YAML files with name, version, schema and mcpServers) and
+	// JSON files in Claude Desktop's form. ${{ secrets.NAME }} and
+	// ${{ inputs.NAME }} are expanded by Continue.
+	Continue: {
+		id: Continue, name: "Continue", format: formatYAML, top: "mcpServers",
+		userFiles: func(e *Env) ([]string, []string) {
+			dir := filepath.Join(e.Home, ".continue")
+			return []string{filepath.Join(dir, "config.yaml")}, []string{dir}
+		},
+		projectDir: filepath.Join(".continue", "mcpServers"),
+		keep:       []string{"name", "connectionTimeout", "faviconUrl"},
+		remote:     []string{"url"},
+		expands:    func(v string) bool { return strings.Contains(v, "${{") },
+		yamlList:   true,
+		yamlEntry:  continueEntry,
+	},
+	// Goose: ~/.config/goose/config.yaml (%APPDATA%\Block\goose\config on
+	// Windows), whose extensions maps an id to {type, name, cmd, args,
+	// envs, env_keys, cwd, enabled, timeout, description, ...}; type stdio,
+	// streamable_http (uri, headers) or the older sse; builtin and platform
+	// extensions run inside Goose. The values of env_keys are in Goose's
+	// own keyring, which it passes to the process it starts.
+	Goose: {
+		id: Goose, name: "Goose", format: formatYAML, top: "extensions",
+		userFiles: func(e *Env) ([]string, []string) {
+			dir := filepath.Join(xdgConfig(e), "goose")
+			if e.GOOS == "windows" {
+				dir = filepath.Join(e.AppData, "Block", "goose", "config")
+			}
+			return []string{filepath.Join(dir, "config.yaml")}, []string{dir}
+		},
+		keep: []string{"name", "display_name", "description", "enabled", "bundled", "timeout",
+			"available_tools", "env_keys"},
+		remote:     []string{"url"},
+		expands:    func(string) bool { return false },
+		envKey:     "envs",
+		yamlRename: map[string]string{"cmd": "command", "uri": "url"},
+		yamlEntry:  gooseEntry,
+		alwaysEnv:  true,
+	},
+}
+
+// continueEntry: a remote entry's headers are in requestOptions.headers;
+// other request options (timeouts, TLS, a proxy) and apiKey are the
+// client's, which the proxy does not take over.
+func continueEntry(m *jmember) (State, string) {
+	obj := m.val
+	for i := 0; i < len(obj.members); i++ {
+		mb := &obj.members[i]
+		switch mb.key {
+		case "apiKey":
+			return Unsupported, "it signs in with apiKey, which the proxy does not take over (an Authorization header in requestOptions.headers is)"
+		case "requestOptions":
+			if mb.val.kind != jsonObject {
+				return Unsupported, "requestOptions is not a mapping"
+			}
+			var headers *jnode
+			for _, o := range mb.val.members {
+				if o.key != "headers" {
+					return Unsupported, "requestOptions." + o.key + " is a request setting of Continue's that the proxy does not take over"
+				}
+				headers = o.val
+			}
+			if headers != nil {
+				obj.members[i] = jmember{key: "headers", keyStart: mb.keyStart, keyEnd: mb.keyEnd, val: headers}
+			}
+		}
+	}
+	return "", ""
+}
+
+// gooseEntry: built-in and platform extensions run inside Goose.
+func gooseEntry(m *jmember) (State, string) {
+	for _, mb := range m.val.members {
+		if mb.key != "type" || mb.val.kind != jsonString {
+			continue
+		}
+		switch t := mb.val.str; t {
+		case "stdio", "sse", "streamable_http":
+		case "builtin", "platform", "frontend", "inline_python":
+			return Extension, "a Goose extension of type " + t + ", which runs inside Goose rather than as a server Gatehouse can put its proxy in front of"
+		default:
+			return Unsupported, "its type " + t + " is not one Gatehouse proxies"
+		}
+	}
+	return "", ""
 }
 
 // editors are the folders of VS Code and the forks an extension may be
@@ -456,6 +567,40 @@ func claudeCodeFile(e *Env) string {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// A projectFile is a client's file in a project folder.
+type projectFile struct{ path, project string }
+
+// projects returns the client's project files for the folders dirs: its
+// projectFile, or each YAML and JSON file in its projectDir.
+func (sp *spec) projects(e *Env, dirs []string) []projectFile {
+	up := func(path, rel string) string {
+		for range strings.Count(filepath.ToSlash(rel), "/") + 1 {
+			path = filepath.Dir(path)
+		}
+		return path
+	}
+	var out []projectFile
+	if sp.projectFile != "" {
+		for _, path := range projectFiles(e, sp.projectFile, dirs) {
+			out = append(out, projectFile{path, up(path, sp.projectFile)})
+		}
+	}
+	if sp.projectDir != "" {
+		for _, dir := range projectFiles(e, sp.projectDir, dirs) {
+			var files []string
+			for _, pat := range []string{"*.yaml", "*.yml", "*.json"} {
+				m, _ := filepath.Glob(filepath.Join(dir, pat))
+				files = append(files, m...)
+			}
+			sort.Strings(files)
+			for _, path := range files {
+				out = append(out, projectFile{path, up(dir, sp.projectDir)})
+			}
+		}
+	}
+	return out
 }
 
 // projectFiles returns the project files of a client: the nearest one at

@@ -59,6 +59,8 @@ type source struct {
 	// TOML: the lines of the table's header.
 	tomlHeader []byte
 	tomlSubs   [][2]int // subtables kept as they are
+	// YAML: where the entry's lines are.
+	yaml *yamlEntry
 }
 
 // A kept member or key/value is copied into the governed entry as it is.
@@ -149,18 +151,29 @@ func gatehouseProxy(command string, args []string) (string, bool) {
 
 // A parsed is a config file read and parsed.
 type parsed struct {
-	spec *spec
-	path string
-	data []byte
-	json *jnode   // JSON files
-	toml *tomlDoc // TOML files
+	spec   *spec
+	path   string
+	data   []byte
+	format fileFormat
+	json   *jnode   // JSON files
+	toml   *tomlDoc // TOML files
+	yaml   *yamlDoc // YAML files
 }
 
 // parse parses a client's file; malformed files are a *SyntaxError with the
 // file's path, line and column.
 func parseFile(sp *spec, path string, data []byte) (*parsed, error) {
-	p := &parsed{spec: sp, path: path, data: data}
-	if sp.format == formatTOML {
+	p := &parsed{spec: sp, path: path, data: data, format: sp.formatOf(path)}
+	if p.format == formatYAML {
+		doc, err := parseYAML(data)
+		if err != nil {
+			setFile(err, path)
+			return nil, err
+		}
+		p.yaml = doc
+		return p, nil
+	}
+	if p.format == formatTOML {
 		var v map[string]any
 		if _, err := toml.Decode(string(data), &v); err != nil {
 			var perr toml.ParseError
@@ -178,10 +191,10 @@ func parseFile(sp *spec, path string, data []byte) (*parsed, error) {
 		p.toml = doc
 		return p, nil
 	}
-	if isBlank(data, sp.format == formatJSONC) {
+	if isBlank(data, p.format == formatJSONC) {
 		return p, nil // an empty settings file holds no servers
 	}
-	root, err := parseJSON(data, sp.format == formatJSONC)
+	root, err := parseJSON(data, p.format == formatJSONC)
 	if err != nil {
 		setFile(err, path)
 		return nil, err
@@ -424,7 +437,7 @@ func (p *parsed) jsonEntry(m *jmember, locator []string) *source {
 			return s.unsupported("Claude Desktop does not read remote servers from this file (add them as connectors in the app)")
 		case (sp.id == GeminiCLI || sp.id == QwenCode) && urlKey == "url", hasType && typ == "sse":
 			s.sse = true // the HTTP+SSE transport of 2024-11-05
-		case hasType && typ != "http" && typ != "streamable-http" && typ != "streamableHttp" && !(sp.id == OpenCode && typ == "remote"):
+		case hasType && typ != "http" && typ != "streamable-http" && typ != "streamableHttp" && typ != "streamable_http" && !(sp.id == OpenCode && typ == "remote"):
 			return s.unsupported("its type %q is not one Gatehouse proxies", typ)
 		}
 		if n := get("headersHelper"); n != nil {

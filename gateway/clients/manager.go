@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -99,6 +98,7 @@ type scanned struct {
 	running bool
 	started time.Time
 	runErr  error
+	managed *managed
 }
 
 type scannedFile struct {
@@ -215,8 +215,16 @@ func (m *Manager) scanClient(sp *spec, recs map[string]*record, seen map[string]
 			f.groups = []*group{{scope: ScopeUser}}
 			continue
 		}
-		if sp.format == formatTOML {
+		switch f.parsed.format {
+		case formatTOML:
 			f.groups = []*group{{scope: ScopeUser, prefix: []string{sp.top}, sources: f.parsed.tomlEntries()}}
+			continue
+		case formatYAML:
+			g := &group{scope: ScopeUser, prefix: []string{sp.top}}
+			if g.sources, f.err = f.parsed.yamlEntries(); f.err != nil {
+				setFile(f.err, f.path)
+			}
+			f.groups = []*group{g}
 			continue
 		}
 		f.groups = m.jsonGroups(sp, f)
@@ -228,27 +236,33 @@ func (m *Manager) scanClient(sp *spec, recs map[string]*record, seen map[string]
 			}
 		}
 	}
-	if sp.projectFile != "" {
-		for _, path := range projectFiles(e, sp.projectFile, append(projectDirs, e.Cwd)) {
-			if slices.Contains(userFiles, path) {
-				continue
-			}
-			f := readFile(sp, path)
-			dir := path
-			for range strings.Count(filepath.ToSlash(sp.projectFile), "/") + 1 {
-				dir = filepath.Dir(dir)
-			}
-			g := &group{scope: ScopeProject, project: dir, prefix: sp.prefix(f.parsed)}
-			if f.err == nil && f.parsed != nil && f.parsed.json != nil {
-				var err error
-				if g.sources, err = f.parsed.jsonEntries(g.prefix); err != nil {
-					f.err = err
-				}
-			}
-			f.groups = []*group{g}
-			s.files = append(s.files, f)
+	for _, pf := range sp.projects(e, append(projectDirs, e.Cwd)) {
+		path := pf.path
+		if slices.Contains(userFiles, path) {
+			continue
 		}
+		f := readFile(sp, path)
+		g := &group{scope: ScopeProject, project: pf.project, prefix: sp.prefix(f.parsed)}
+		switch {
+		case f.err != nil || f.parsed == nil:
+		case f.parsed.json != nil:
+			var err error
+			if g.sources, err = f.parsed.jsonEntries(g.prefix); err != nil {
+				f.err = err
+			}
+		case f.parsed.yaml != nil:
+			g.prefix = []string{sp.top}
+			var err error
+			if g.sources, err = f.parsed.yamlEntries(); err != nil {
+				setFile(err, path)
+				f.err = err
+			}
+		}
+		f.groups = []*group{g}
+		s.files = append(s.files, f)
 	}
+	s.managed = m.readManaged(sp)
+	s.client.Managed = s.managed.notes
 	m.states(s, recs, seen)
 	return s
 }
@@ -322,6 +336,7 @@ func (m *Manager) states(s *scanned, recs map[string]*record, seen map[string]ma
 				if sp.id == ClaudeDesktop {
 					m.desktopDetail(&e, s, recs[recordKey(f.path, src.locator)])
 				}
+				s.managed.apply(m, sp, &e, src)
 				if g.state == nil {
 					g.state = map[*source]Entry{}
 				}
@@ -445,7 +460,10 @@ func sameEntry(p *parsed, src *source, written []byte) bool {
 	if bytes.Equal(cur, written) {
 		return true
 	}
-	if p.spec.format == formatTOML {
+	if p.format == formatYAML {
+		return sameYAML(cur, written)
+	}
+	if p.format == formatTOML {
 		var a, b map[string]any
 		if _, err := toml.Decode(string(cur), &a); err != nil {
 			return false
@@ -517,6 +535,10 @@ func approval(e *Env, claudeFile *scannedFile, dir, key, name string) approvalSt
 	}
 	if e.ClaudeConfigDir != "" {
 		settings[0] = filepath.Join(e.ClaudeConfigDir, "settings.json")
+	}
+	if dir := claudeManagedDir(e); dir != "" {
+		// Managed settings come last: they win.
+		settings = append(settings, filepath.Join(dir, "managed-settings.json"))
 	}
 	for _, path := range settings {
 		data, err := os.ReadFile(path)

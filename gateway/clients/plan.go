@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -608,10 +609,10 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 	}
 	rec := &record{File: f.path, Locator: src.locator, Client: sp.id, Scope: g.scope, Project: g.project,
 		Source: f.path, Name: src.name, Server: name, GovernedAt: m.now()}
-	if src.keyAt > 0 || sp.format == formatTOML {
+	if src.keyAt > 0 || f.parsed.format == formatTOML || f.parsed.format == formatYAML {
 		rec.Indent = lineIndent(f.data, max(src.keyAt, src.span[0]))
 	}
-	tmpl, holes, raws := template(f.data, src.span, spans, sp.format, sum([]byte(recordKey(f.path, src.locator)))[:8])
+	tmpl, holes, raws := template(f.data, src.span, spans, f.parsed.format, sum([]byte(recordKey(f.path, src.locator)))[:8])
 	rec.Original, rec.Holes = tmpl, holes
 	if g.scope == ScopeProject && sp.id == ClaudeCode {
 		rec.Holes = nil // the shared file is not edited: nothing goes back into it
@@ -869,8 +870,13 @@ func (m *Manager) proxyArgs(id ID, server string) []string {
 // renderReplacement renders the governed entry that replaces src in its
 // file.
 func (m *Manager) renderReplacement(sp *spec, p *parsed, src *source, ep *entryPlan) error {
-	if sp.format == formatTOML {
+	switch p.format {
+	case formatTOML:
 		ep.written = m.renderTOML(p, src, ep.rec.Server)
+		ep.rec.Written = ep.written
+		return nil
+	case formatYAML:
+		ep.written = renderYAML(p, src, m.jsonFields(sp, p, src, ep.rec.Server, ep.rec.keepEnv))
 		ep.rec.Written = ep.written
 		return nil
 	}
@@ -912,7 +918,7 @@ func (m *Manager) jsonFields(sp *spec, p *parsed, src *source, server string, ke
 		fields = append(fields, jfield{key: "command", sub: sub})
 	default:
 		fields = append(fields, strField("command", m.exe), jfield{key: "args", list: args})
-		if len(keepEnv) > 0 {
+		if len(keepEnv) > 0 || sp.alwaysEnv {
 			fields = append(fields, env)
 		}
 	}
@@ -1068,6 +1074,19 @@ func (m *Manager) finishGovern(fp *FilePlan) error {
 			return fmt.Errorf("govern %s: entry %s reads back differently; nothing written", fp.Path, ep.res.Name)
 		}
 	}
+	if p.format == formatYAML {
+		// The lines of each entry were found by their indentation: check
+		// that nothing else in the file means anything new.
+		var locs [][]string
+		for _, ep := range fp.entries {
+			locs = append(locs, ep.rec.Locator)
+		}
+		a, aerr := yamlRest(sp, fp.old, locs)
+		b, berr := yamlRest(sp, nb, locs)
+		if aerr != nil || berr != nil || !reflect.DeepEqual(a, b) {
+			return fmt.Errorf("govern %s: the edit would change more than the governed entries; nothing written", fp.Path)
+		}
+	}
 	before, after := sum(fp.old), sum(nb)
 	for _, ep := range fp.entries {
 		ep.rec.BeforeHash, ep.rec.FileHash = before, after
@@ -1103,7 +1122,19 @@ func withReferences(data []byte, eps []*entryPlan) []byte {
 
 // locate finds the entry at locator in a parsed file.
 func locate(p *parsed, locator []string) (*source, error) {
-	if p.spec.format == formatTOML {
+	if p.format == formatYAML {
+		srcs, err := p.yamlEntries()
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range srcs {
+			if slices.Equal(s.locator, locator) {
+				return s, nil
+			}
+		}
+		return nil, nil
+	}
+	if p.format == formatTOML {
 		for _, s := range p.tomlEntries() {
 			if slices.Equal(s.locator, locator) {
 				return s, nil

@@ -131,9 +131,16 @@ func (m *Manager) planUndoFile(path string, rs []*record, force bool) (*FilePlan
 	}
 	// The backup taken before undoing masks what looks like a secret in the
 	// file's entries, as governing's does.
-	if sp.format == formatTOML {
+	switch {
+	case p.format == formatTOML:
 		fp.unmoved = unmovedSecrets([]*group{{sources: p.tomlEntries()}})
-	} else if p.json != nil {
+	case p.format == formatYAML:
+		srcs, err := p.yamlEntries()
+		if err != nil {
+			return nil, err
+		}
+		fp.unmoved = unmovedSecrets([]*group{{sources: srcs}})
+	case p.json != nil:
 		fp.unmoved = unmovedSecrets(m.jsonGroups(sp, &scannedFile{path: path, data: data, parsed: p}))
 	}
 	for _, ep := range replaced {
@@ -163,7 +170,12 @@ func (m *Manager) planUndoFile(path string, rs []*record, force bool) (*FilePlan
 			}
 			ep.res.note("puts %d secret value(s) back into %s in plain text, from the keychain (%s): anyone who can read the file can read them", n, path, strings.Join(ids, ", "))
 		}
-		if sp.format != formatTOML {
+		switch p.format {
+		case formatTOML:
+		case formatYAML:
+			// The entry is whole lines: its first is indented too.
+			orig = reindent(append([]byte("\n"), orig...), r.Indent, lineIndent(data, src.span[0]))[1:]
+		default:
 			orig = reindent(orig, r.Indent, lineIndent(data, src.keyAt))
 		}
 		edits = append(edits, edit{start: src.span[0], end: src.span[1], text: orig})
