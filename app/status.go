@@ -259,8 +259,10 @@ func (u *UI) readProtection(ctx context.Context, servers []store.Server) (agentC
 					if listed[e.Server] {
 						a.seen++
 					}
-				case clients.NotGoverned, clients.Added, clients.Changed:
-					a.total++
+				default:
+					if e.Open() {
+						a.total++
+					}
 				}
 			}
 		}

@@ -214,10 +214,26 @@ type Entry struct {
 	Transport string // "stdio" or "http" (a remote server)
 	Target    string // its command line or URL as the file has it (environment and headers left out)
 	Via       string // governed through an entry in this other file (a project .mcp.json through ~/.claude.json)
+	// Bypass: the client runs this [Forbidden] entry as written, without
+	// Gatehouse (governing it would make the client refuse it).
+	Bypass bool
 }
 
 // Drift reports whether the entry drifted from what governing left.
 func (e Entry) Drift() bool { return e.State == Added || e.State == Changed || e.State == Missing }
+
+// Open reports whether the client runs the entry's server without the
+// gate: an entry not governed, drifted from what governing left, or one
+// managed settings keep from being governed while the client runs it.
+func (e Entry) Open() bool {
+	switch e.State {
+	case NotGoverned, Added, Changed:
+		return true
+	case Forbidden:
+		return e.Bypass
+	}
+	return false
+}
 
 // An Env is the machine as Gatehouse sees it: where the user's folders are
 // and how to look for programs. [SystemEnv] is this machine; tests build

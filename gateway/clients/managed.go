@@ -283,6 +283,7 @@ func (mc *managed) apply(m *Manager, sp *spec, e *Entry, src *source) {
 	server := serverName(e.Name)
 	if ok, why := mc.allowed(e.Name, append([]string{m.exe}, m.proxyArgs(sp.id, server)...), ""); !ok {
 		e.State = Forbidden
+		e.Bypass = true
 		e.Detail = "governing it would make Claude Code refuse it: " + why + " (a governed entry runs " + m.exe + ")"
 	}
 }

@@ -33,6 +33,7 @@ func TestManagedConfiguration(t *testing.T) {
 		files     map[string]string
 		want      map[string]State
 		detail    map[string]string // part of the entry's detail
+		open      map[string]bool   // whether the client runs it without the gate
 		note      string            // part of a client's managed notes
 		unchanged bool              // governing writes nothing
 	}{
@@ -52,6 +53,7 @@ func TestManagedConfiguration(t *testing.T) {
 				{"serverUrl": "https://mcp.sentry.dev/*"}]}`},
 			want:      map[string]State{"github": Forbidden, "shell-env": Forbidden},
 			detail:    map[string]string{"github": "governing it would make Claude Code refuse it", "shell-env": "Governing it would hide it"},
+			open:      map[string]bool{"github": true, "shell-env": false},
 			note:      "allowedMcpServers",
 			unchanged: true,
 		},
@@ -61,6 +63,7 @@ func TestManagedConfiguration(t *testing.T) {
 			files:  map[string]string{"managed-settings.json": `{"deniedMcpServers": [{"serverName": "github"}]}`},
 			want:   map[string]State{"github": Forbidden, "sentry": Governed},
 			detail: map[string]string{"github": "deniedMcpServers"},
+			open:   map[string]bool{"github": false, "sentry": false},
 		},
 		{
 			name: "vs code, policy turns MCP off", goos: "linux", client: VSCode,
@@ -119,6 +122,11 @@ func TestManagedConfiguration(t *testing.T) {
 			for name, want := range tc.want {
 				if e := got[name]; e.State != want {
 					t.Errorf("%s: state %q (%s), want %q", name, e.State, e.Detail, want)
+				}
+			}
+			for name, want := range tc.open {
+				if e := got[name]; e.Open() != want {
+					t.Errorf("%s (%s): runs without the gate = %v, want %v", name, e.State, e.Open(), want)
 				}
 			}
 			for name, part := range tc.detail {
