@@ -62,7 +62,7 @@ func newAgentsPage(u *UI) *agentsPage {
 	p.govern.Importance = widget.HighImportance
 	header := pageHeader("Protect my agents",
 		"Gatehouse finds the MCP clients on this computer and rewrites their configs so that each server runs through gatehouse proxy. Undo puts every entry back exactly as it was.",
-		refresh, p.undo, p.govern)
+		refresh, p.govern)
 
 	p.desktop = newPanel(theme.ColorNameWarning, 0x2A, container.NewBorder(nil, nil,
 		container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))), nil,
@@ -78,7 +78,9 @@ func newAgentsPage(u *UI) *agentsPage {
 	p.summary.Wrapping = fyne.TextWrapWord
 	p.list = container.NewVBox()
 
-	body := container.NewBorder(container.NewVBox(p.banner.content, p.desktop, p.restart, p.summary), nil, nil, nil, container.NewVScroll(p.list))
+	// Undo, rarely wanted, under the list rather than beside Protect all.
+	undoRow := container.NewHBox(layout.NewSpacer(), p.undo)
+	body := container.NewBorder(container.NewVBox(p.banner.content, p.desktop, p.restart, p.summary), undoRow, nil, nil, container.NewVScroll(p.list))
 	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(body))
 	return p
 }

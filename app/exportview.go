@@ -62,7 +62,7 @@ func newExportPage(u *UI) *exportPage {
 	p.decision.SetSelected(decisionChoices[0].label)
 	p.status = widget.NewSelect(statusChoices.labels(), nil)
 	p.status.SetSelected(statusChoices[0].label)
-	p.payloads = widget.NewCheck("Include arguments and results (else only their commitments)", nil)
+	p.payloads = widget.NewCheck("Include arguments and results", nil)
 	p.payloads.SetChecked(true)
 	p.archive = widget.NewCheck("One .tar.gz file instead of a folder", nil)
 
@@ -101,7 +101,7 @@ func newExportPage(u *UI) *exportPage {
 		widget.NewFormItem("Server", p.server),
 		widget.NewFormItem("Decision", p.decision),
 		widget.NewFormItem("Outcome", p.status),
-		widget.NewFormItem("", p.payloads),
+		&widget.FormItem{Widget: p.payloads, HintText: "without them, the bundle proves only what they were, not what they said"},
 		&widget.FormItem{Text: "Into folder", Widget: container.NewBorder(nil, nil, nil, choose, p.folder), HintText: "a new bundle is made in it, named after the time"},
 		widget.NewFormItem("", p.archive),
 		&widget.FormItem{Text: "Extends", Widget: container.NewBorder(nil, nil, nil, chooseSince, p.since), HintText: "proves this log extends the one an earlier bundle saw"},
@@ -109,12 +109,14 @@ func newExportPage(u *UI) *exportPage {
 	what := textBlock("The bundle holds the entries chosen and what an auditor needs to check them offline, with nothing but the bundle: "+
 		"the log's public keys, a signed checkpoint, inclusion proofs, a CSV and an HTML report. "+
 		"It is checked here, as `gatehouse verify` checks it, as soon as it is written.", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder})
-	card := newPanel(theme.ColorNameInputBackground, 0, container.NewVBox(what, form, container.NewHBox(layout.NewSpacer(), p.run), p.progress))
+	card := newPanel(theme.ColorNameInputBackground, 0, container.NewVBox(what, form))
 
+	// One column, which fits the narrowest window: the choices, then the
+	// result, scrolled; the button stays on screen below them.
 	header := pageHeader("Export for an auditor", "A verifiable bundle of the evidence log: the calls you choose, their decisions and outcomes, signed and provable.")
-	split := container.NewHSplit(container.NewVScroll(card), container.New(layout.NewCustomPaddedLayout(0, 0, theme.Padding()*2, 0), container.NewVScroll(p.result)))
-	split.Offset = 0.5
-	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(split))
+	actions := container.NewVBox(p.progress, container.NewHBox(layout.NewSpacer(), p.run))
+	body := container.NewBorder(nil, actions, nil, nil, container.NewVScroll(container.NewVBox(card, p.result)))
+	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(body))
 	return p
 }
 

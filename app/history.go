@@ -129,7 +129,7 @@ func newHistoryPage(u *UI) *historyPage {
 	p.filter.span = 7 * 24 * time.Hour
 
 	p.search = widget.NewEntry()
-	p.search.SetPlaceHolder("Search calls: a tool, an address, a path, words in the arguments or results…")
+	p.search.SetPlaceHolder("Search: a tool, a path, words in a call…")
 	p.search.ActionItem = widget.NewIcon(theme.SearchIcon())
 	p.search.OnChanged = func(string) { p.typed() }
 	p.search.OnSubmitted = func(string) { p.stopDebounce(); p.reload() }
@@ -183,22 +183,26 @@ func newHistoryPage(u *UI) *historyPage {
 	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), u.Refresh)
 	header := pageHeader("History", "Every call your agents made through Gatehouse, its decision and its outcome, as the signed evidence log holds them.", refresh)
 
-	filters := container.NewHBox(p.period, p.server, p.decision, p.status, container.NewCenter(p.all))
+	filters := container.NewGridWithColumns(3, p.period, p.server, p.decision, p.status, container.NewCenter(p.all))
 	toolbar := container.NewVBox(p.search, filters)
 	chartBox := newPanel(theme.ColorNameInputBackground, 0, container.NewBorder(
-		container.NewBorder(nil, nil, p.chartCaption, p.legend), nil, nil, nil, p.chart))
+		compact(p.chartCaption, p.legend), nil, nil, nil, p.chart))
 
-	p.listBox = container.NewBorder(nil, container.NewBorder(nil, nil, p.footer, p.live),
+	p.footer.Wrapping = fyne.TextWrapWord
+	p.listBox = container.NewBorder(nil, container.NewBorder(nil, nil, nil, p.live, p.footer),
 		nil, nil,
 		newPanel(theme.ColorNameInputBackground, 0, container.NewStack(p.list,
 			container.New(layout.NewCustomPaddedLayout(theme.Padding()*8, 0, theme.Padding()*4, theme.Padding()*4), container.NewVBox(p.empty)))))
-	split := container.NewHSplit(p.listBox, p.detail.content)
-	split.Offset = 0.5
+	// The list at a width its rows fit, the entry beside it taking the rest.
+	split := container.NewBorder(nil, nil, fixedWidth(historyListWidth, p.listBox), nil, p.detail.content)
 
 	p.body = container.NewBorder(container.NewVBox(p.banner.content, toolbar, p.upgrading, chartBox), nil, nil, nil, split)
 	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(p.body))
 	return p
 }
+
+// historyListWidth is the width of History's list.
+const historyListWidth = 290
 
 // legendItem is a swatch and a word.
 func legendItem(label string, c color.Color) fyne.CanvasObject {
@@ -373,6 +377,7 @@ func (p *historyPage) showList() {
 	if p.u.poll > 0 {
 		setText(p.live, "● Live")
 	}
+	p.listBox.Refresh() // the footer's lines may have changed
 }
 
 func (p *historyPage) showEmpty(s string) {
@@ -571,7 +576,7 @@ type historyRow struct {
 
 func newHistoryRow() *historyRow {
 	r := &historyRow{
-		when:    text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}, Inline: true}),
+		when:    text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}, SizeName: theme.SizeNameCaptionText, Inline: true}),
 		day:     text("", caption),
 		chip:    newChip(),
 		what:    text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}),
@@ -585,10 +590,13 @@ func newHistoryRow() *historyRow {
 }
 
 func (r *historyRow) CreateRenderer() fyne.WidgetRenderer {
-	left := fixedWidth(84, compact(r.when, pullUp(r.day)))
-	right := container.NewHBox(fixedWidth(96, container.NewCenter(r.chip)), fixedWidth(84, container.NewCenter(r.outcome)))
+	// Three short lines, which fit the narrowest window: what was called
+	// and its decision; when, and how it ended; who called, or what a rule
+	// in observe mode would have decided.
+	top := container.NewBorder(nil, nil, nil, container.NewCenter(r.chip), r.what)
+	middle := container.NewHBox(r.when, r.day, r.outcome)
 	return widget.NewSimpleRenderer(container.New(layout.NewCustomPaddedLayout(0, 0, 4, 4),
-		container.NewBorder(nil, nil, left, right, compact(r.what, pullUp(r.who)))))
+		compact(top, pullUp(middle), pullUp(r.who))))
 }
 
 // loading shows the row that stands for the page being read.
@@ -625,13 +633,28 @@ func (r *historyRow) set(h receipts.Hit, obs *entry.Observed, now time.Time) {
 	seg := r.who.Segments[0].(*widget.TextSegment)
 	seg.Text, seg.Style.ColorName = who, caption.ColorName
 	if obs != nil {
-		seg.Text, seg.Style.ColorName = who+" · "+observedWords(*obs), theme.ColorNameWarning
+		// Short, to fit the row; the entry's details say it in full.
+		seg.Text, seg.Style.ColorName = "observe mode: "+plainLine(obs.Rule)+" would "+wouldVerb(obs.Decision), theme.ColorNameWarning
 	}
 	r.who.Refresh()
 	word, c := statusLook(h)
 	seg = r.outcome.Segments[0].(*widget.TextSegment)
 	seg.Text, seg.Style.ColorName = word, c
-	r.outcome.Refresh()
+	r.Refresh() // lays the row out again: its parts' widths changed
+}
+
+// wouldVerb says in a verb what a rule in observe mode would have
+// decided.
+func wouldVerb(decision string) string {
+	switch decision {
+	case entry.Allow:
+		return "allow"
+	case entry.Deny:
+		return "deny"
+	case entry.ApprovalRequired:
+		return "ask"
+	}
+	return plainLine(decision)
 }
 
 // observedWords says what a rule in observe mode would have decided on a

@@ -163,7 +163,11 @@ func newPolicyPage(u *UI) *policyPage {
 	))
 
 	p.version = text("", caption)
-	left := container.NewBorder(defaultsCard, p.version, nil, nil, container.New(layout.NewCustomPaddedLayout(theme.Padding()*2, 0, 0, 0), rulesCard))
+	// The defaults above the rules, each scrolled, the line between them
+	// draggable: both fit the smallest window.
+	rulesSplit := container.NewVSplit(container.NewVScroll(defaultsCard), container.New(layout.NewCustomPaddedLayout(theme.Padding()*2, 0, 0, 0), rulesCard))
+	rulesSplit.Offset = 0.45
+	left := container.NewBorder(nil, p.version, nil, nil, rulesSplit)
 	right := container.NewVScroll(explainCard)
 	split := container.NewHSplit(left, container.New(layout.NewCustomPaddedLayout(0, 0, theme.Padding()*2, 0), right))
 	split.Offset = 0.58
