@@ -390,14 +390,15 @@ func (p *historyPage) showEmpty(s string) {
 }
 
 // reselect keeps the entry on the right selected in the list, if it is
-// still there.
+// still there. If not, no row is: the list would otherwise keep its row
+// selected, now another entry's, and a click on that row (which selects
+// nothing new) would not show it.
 func (p *historyPage) reselect() {
-	if p.selected == "" {
+	if k := slices.IndexFunc(p.hl.hits, func(h receipts.Hit) bool { return h.ID == p.selected }); p.selected != "" && k >= 0 {
+		p.list.Select(k)
 		return
 	}
-	if k := slices.IndexFunc(p.hl.hits, func(h receipts.Hit) bool { return h.ID == p.selected }); k >= 0 {
-		p.list.Select(k)
-	}
+	p.list.UnselectAll()
 }
 
 // fetchMore reads the next page, unless one is being read or there is

@@ -560,6 +560,44 @@ func TestHistoryEntryDetail(t *testing.T) {
 	assertHides(t, d, "Erase…")
 }
 
+// TestHistoryClickFirstRowAgain: once a search has taken away the entry
+// shown, a click on the first row shows that row's entry, though the list
+// had selected the first row before.
+func TestHistoryClickFirstRowAgain(t *testing.T) {
+	h := newHarness(t, nil)
+	h.seeded(40)
+	h.useClock()
+	p := h.openHistory()
+	first := p.hl.hits[0]
+	p.list.Select(0)
+	h.wait("the first entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == first.ID })
+	other := "postgres"
+	if first.Server == "postgres" {
+		other = "github"
+	}
+	h.search(p, other)
+	if p.hl.hits[0].ID == first.ID {
+		t.Fatalf("search %s still lists %s first", other, first.ID)
+	}
+	h.locked(func() { test.Tap(rowAt(p.list, 0)) })
+	h.wait("the first row's entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == p.hl.hits[0].ID })
+}
+
+// rowAt returns the list item that shows row id, as a click finds it.
+func rowAt(l *widget.List, id int) fyne.Tappable {
+	var found fyne.Tappable
+	var rows []fyne.Tappable
+	walkVisible(l, func(o fyne.CanvasObject) {
+		if t, ok := o.(fyne.Tappable); ok && fmt.Sprintf("%T", o) == "*widget.listItem" {
+			rows = append(rows, t)
+		}
+	})
+	if id < len(rows) {
+		found = rows[id]
+	}
+	return found
+}
+
 // TestHistoryEntryNotKept: arguments and a result over the log's payload
 // cap show as not kept, with their size and the cap, and the entry still
 // verifies.
