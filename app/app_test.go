@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"image/png"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -648,5 +649,19 @@ func TestElideCommand(t *testing.T) {
 	}
 	if got, want := elideCommand("npx", []string{"-y", "@acme/github"})("npx -y @acme/github", 15), "npx … github"; got != want {
 		t.Errorf("elideCommand of a package alone = %q, want %q", got, want)
+	}
+}
+
+// TestGlossaryInDocs: every term the app explains has its section in
+// docs/glossary.md.
+func TestGlossaryInDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/glossary.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, term := range glossary {
+		if !strings.Contains(string(doc), "\n## "+term.word+"\n") {
+			t.Errorf("docs/glossary.md has no section %q", term.word)
+		}
 	}
 }

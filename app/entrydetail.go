@@ -258,8 +258,8 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 			client += " " + r.Client.Version
 		}
 		fact("Client", plainLine(client), false)
-		fact("Capability", plainLine(r.Capability), true)
-		fact("Rule", plainLine(r.Rule), true)
+		fact("Tool", toolWords(r.Capability)+" (capability "+plainLine(r.Capability)+")", false)
+		fact("Decided by", ruleName(r.Rule), false)
 		if o := r.Observed; o != nil {
 			sections = append(sections, newPanel(theme.ColorNameWarning, 0x22, container.NewBorder(nil, nil,
 				container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.VisibilityIcon()))), nil,

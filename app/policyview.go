@@ -440,8 +440,8 @@ func (r *ruleRow) CreateRenderer() fyne.WidgetRenderer {
 // policy's): its decision is recorded, not applied.
 func (r *ruleRow) set(rule policy.Rule, observed bool) {
 	r.rule = rule
-	what := rule.Capability
-	if what == "" {
+	what := toolWords(rule.Capability)
+	if rule.Capability == "" {
 		what = "any tool"
 	}
 	setText(r.what, what)

@@ -781,7 +781,7 @@ func (r *toolRow) set(t gate.ToolStatus) {
 	seg := r.decision.Segments[0].(*widget.TextSegment)
 	seg.Text, seg.Style.ColorName = word, c
 	r.decision.Refresh()
-	setText(r.rule, "rule "+plainLine(t.Rule)+" · risk "+riskSource(t))
+	setText(r.rule, "by "+ruleName(t.Rule)+" · risk "+riskSource(t))
 	seg = r.pinText.Segments[0].(*widget.TextSegment)
 	switch t.Pin {
 	case gate.Changed:

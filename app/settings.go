@@ -138,7 +138,8 @@ func newSettingsPage(u *UI) *settingsPage {
 	logHelp.Wrapping = fyne.TextWrapWord
 	logs := card("Log", widget.NewForm(widget.NewFormItem("Level", p.level)), logHelp)
 
-	cols := container.NewVBox(approvals, keys, startup, folder, logs)
+	words := card("Words Gatehouse uses", wrapText("The views say things in plain words; here is what the technical terms behind them mean.", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder}), glossaryView())
+	cols := container.NewVBox(approvals, keys, startup, folder, logs, words)
 	header := pageHeader("Settings", "How Gatehouse waits, starts, signs and logs.")
 	body := container.NewBorder(p.banner.content, nil, nil, nil, container.NewVScroll(cols))
 	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(body))

@@ -391,7 +391,7 @@ func TestPolicyView(t *testing.T) {
 	radio.SetSelected("Deny")
 	test.Tap(findButton(dlg, "Save"))
 	h.wait("the rule", func() bool { return p.pol.Rule("no-deletes") != nil })
-	assertShows(t, objectText(p.content), "mcp.everything.delete_*", "1 rule", "Version 2")
+	assertShows(t, objectText(p.content), "tools delete_* on everything", "1 rule", "Version 2")
 
 	// Explain a sample call.
 	p.exServer.SetText("everything")
