@@ -1162,13 +1162,41 @@ func TestProtectMyAgents(t *testing.T) {
 	assertShows(t, view, "Claude Code", "notes", "Not protected", "0 of 1 servers run through Gatehouse")
 	assertHides(t, view, "ghp_0123456789")
 
-	// Protect all: the plan shows the diff first, secrets masked.
+	// Protect all: the plan says first, in words, which servers of which
+	// agents, and what moves to the keychain (its name, not its value);
+	// the diff is behind Details, secrets masked.
 	test.Tap(p.govern)
 	h.wait("the plan", func() bool { return findButton(h.ui.win.Canvas().Overlays().Top(), "Protect") != nil })
 	dlg := h.ui.win.Canvas().Overlays().Top()
-	plan := objectText(dlg)
-	assertShows(t, plan, ".claude.json", "/opt/gatehouse/gatehouse", "runs through gatehouse proxy notes")
+	plan := oneLine(objectText(dlg))
+	assertShows(t, plan, "1 server will run through Gatehouse", "Claude Code: notes", "Moves to your keychain, out of the config files: NOTES_TOKEN of notes.")
+	assertHides(t, plan, "ghp_0123456789abcdef", "/opt/gatehouse/gatehouse")
+	var acc *widget.Accordion
+	walkVisible(dlg, func(o fyne.CanvasObject) {
+		if a, ok := o.(*widget.Accordion); ok {
+			acc = a
+		}
+	})
+	acc.Open(0)
+	plan = objectText(dlg)
+	assertShows(t, plan, ".claude.json", "/opt/gatehouse/gatehouse", "registers server notes")
 	assertHides(t, plan, "ghp_0123456789abcdef")
+
+	// A server left out: nothing to change, and Protect says so.
+	var box *widget.Check
+	walkVisible(dlg, func(o fyne.CanvasObject) {
+		if c, ok := o.(*widget.Check); ok && c.Text == "notes in Claude Code" {
+			box = c
+		}
+	})
+	box.SetChecked(false)
+	h.settle()
+	if !findButton(dlg, "Protect").Disabled() {
+		t.Error("Protect can be pressed with every server left out")
+	}
+	assertShows(t, objectText(dlg), "Nothing to change: tick a server.")
+	box.SetChecked(true)
+	h.wait("the plan again", func() bool { return !findButton(dlg, "Protect").Disabled() })
 	if data, _ := os.ReadFile(claudeJSON); string(data) != string(original) {
 		t.Fatal("the file changed before the person agreed")
 	}
@@ -1191,6 +1219,38 @@ func TestProtectMyAgents(t *testing.T) {
 	if data, _ := os.ReadFile(claudeJSON); string(data) != string(original) {
 		t.Errorf("after Undo the file reads:\n%s\nwant it as it was:\n%s", data, original)
 	}
+}
+
+// TestProtectWhileClaudeDesktopRuns: the plan for Claude Desktop's file
+// cannot be applied while it runs, and says why.
+func TestProtectWhileClaudeDesktopRuns(t *testing.T) {
+	h := newHarness(t, nil)
+	home := t.TempDir()
+	cfg := filepath.Join(home, ".config", "Claude", "claude_desktop_config.json")
+	os.MkdirAll(filepath.Dir(cfg), 0o700)
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"notes": {"command": "/bin/cat"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := h.ui.agents
+	p.env = &clients.Env{GOOS: "linux", Home: home, Cwd: home, Path: "/usr/bin:/bin",
+		Running: func(id clients.ID) (bool, time.Time, error) { return id == clients.ClaudeDesktop, time.Now(), nil },
+		Tracked: func(string) bool { return false }}
+	p.proxy = "/opt/gatehouse/gatehouse"
+	done := make(chan struct{}, 1)
+	p.done = h.signal(done)
+	h.ui.Open(pageAgents)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no scan within 20s")
+	}
+	test.Tap(p.govern)
+	h.wait("the plan", func() bool { return findButton(h.ui.win.Canvas().Overlays().Top(), "Protect") != nil })
+	dlg := h.ui.win.Canvas().Overlays().Top()
+	if !findButton(dlg, "Protect").Disabled() {
+		t.Error("Protect can be pressed while Claude Desktop runs")
+	}
+	assertShows(t, oneLine(objectText(dlg)), "Claude Desktop: notes", "Quit Claude Desktop first")
 }
 
 func TestProtectMyAgentsWithoutProxy(t *testing.T) {
