@@ -53,7 +53,7 @@ type shell struct {
 	stateTitle *widget.RichText
 	stateText  *widget.RichText
 	pause      *widget.Button
-	homeText   *elidedText // the home folder
+	homeText   *elidedText    // the home folder
 	quit       *widget.Button // quits, after asking
 
 	// Banners above every view.

@@ -109,23 +109,23 @@ func (r *panelRenderer) Refresh() {
 // it is in quarantine, and the command it runs or the URL it is reached at.
 type serverRow struct {
 	widget.BaseWidget
-	dot       *canvas.Circle // the last connection test: green, red, or none
-	avatar    *canvas.Circle
-	initial   *canvas.Text
-	name      *widget.RichText
-	command   *elidedText
-	held      fyne.CanvasObject // shown when tools are held for review
-	heldText  *widget.RichText
-	quar      fyne.CanvasObject // shown while the server is in quarantine
+	dot      *canvas.Circle // the last connection test: green, red, or none
+	avatar   *canvas.Circle
+	initial  *canvas.Text
+	name     *widget.RichText
+	command  *elidedText
+	held     fyne.CanvasObject // shown when tools are held for review
+	heldText *widget.RichText
+	quar     fyne.CanvasObject // shown while the server is in quarantine
 }
 
 func newServerRow() *serverRow {
 	r := &serverRow{
-		dot:       canvas.NewCircle(color.Transparent),
-		avatar:    canvas.NewCircle(avatarColors[0]),
-		initial:   canvas.NewText("", color.White),
-		name:      text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}),
-		command:   newElidedText(fyne.TextStyle{Monospace: true}, theme.SizeNameCaptionText, theme.ColorNamePlaceHolder),
+		dot:     canvas.NewCircle(color.Transparent),
+		avatar:  canvas.NewCircle(avatarColors[0]),
+		initial: canvas.NewText("", color.White),
+		name:    text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}),
+		command: newElidedText(fyne.TextStyle{Monospace: true}, theme.SizeNameCaptionText, theme.ColorNamePlaceHolder),
 	}
 	r.name.Truncation = fyne.TextTruncateEllipsis
 	r.initial.TextStyle.Bold = true
