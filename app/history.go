@@ -506,11 +506,13 @@ func (p *historyPage) rowHeight() float32 {
 func (p *historyPage) readChart() {
 	p.chartGen++
 	gen := p.chartGen
-	span, server := p.filter.span, p.filter.server
+	f := p.filter
+	f.text = p.search.Text
 	now := p.u.clock.Now()
 	type chartData struct {
 		buckets []receipts.Bucket
 		step    time.Duration
+		capped  bool // counts only the newest chartMatches calls found
 	}
 	goRead(p.u, func(ctx context.Context) (chartData, error) {
 		l, err := p.u.core.reader(ctx)
@@ -521,9 +523,10 @@ func (p *historyPage) readChart() {
 		if err != nil {
 			return chartData{}, err
 		}
-		from, step := chartSpan(span, now, first)
-		b, err := l.Activity(ctx, from, from.Add(time.Duration((now.Sub(from)+step-1)/step)*step), step, server)
-		return chartData{b, step}, err
+		from, step := chartSpan(f.span, now, first)
+		to := from.Add(time.Duration((now.Sub(from)+step-1)/step) * step)
+		b, capped, err := activity(ctx, l, from, to, step, f)
+		return chartData{b, step, capped}, err
 	}, func(c chartData, err error) {
 		if gen != p.chartGen {
 			return
@@ -541,9 +544,70 @@ func (p *historyPage) readChart() {
 			denied += b.Denied
 			asked += b.Pending
 		}
-		setText(p.chartCaption, fmt.Sprintf("Calls per %s · %s: %s allowed, %s denied, %s awaiting approval",
-			stepName(c.step), plural(int(total), "call", "calls"), thousands(int(allowed)), thousands(int(denied)), thousands(int(asked))))
+		what := "Calls"
+		if !f.onlyServer() {
+			what = "Calls found"
+		}
+		caption := fmt.Sprintf("%s per %s · %s: %s allowed, %s denied, %s awaiting approval",
+			what, stepName(c.step), plural(int(total), "call", "calls"), thousands(int(allowed)), thousands(int(denied)), thousands(int(asked)))
+		if c.capped {
+			caption += fmt.Sprintf(" (the newest %s found)", thousands(chartMatches))
+		}
+		setText(p.chartCaption, caption)
 	})
+}
+
+// chartMatches bounds the calls a chart counts one by one: those a search
+// or a filter of decision or outcome finds.
+const chartMatches = 20_000
+
+// activity counts the calls f chooses from from to to, in buckets of step:
+// with the log's own count when f chooses by server at most, else by
+// reading the calls found, newest first, up to chartMatches (capped says
+// there were more).
+func activity(ctx context.Context, l *receipts.Reader, from, to time.Time, step time.Duration, f historyFilter) (b []receipts.Bucket, capped bool, err error) {
+	if f.onlyServer() {
+		b, err = l.Activity(ctx, from, to, step, f.server)
+		return b, false, err
+	}
+	n := int((to.Sub(from) + step - 1) / step)
+	b = make([]receipts.Bucket, n)
+	for i := range b {
+		b[i].Start = from.Add(time.Duration(i) * step)
+	}
+	q := f.query(to)
+	q.From, q.To, q.Kind, q.Limit = from, to, "receipt", receipts.MaxLimit
+	for seen := 0; ; {
+		page, err := l.Search(ctx, q)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, h := range page.Hits {
+			i := int(h.Time.Sub(from) / step)
+			if i < 0 || i >= n {
+				continue
+			}
+			switch h.Decision {
+			case entry.Allow:
+				b[i].Allowed++
+				if h.Status == entry.Failed {
+					b[i].Failed++
+				}
+			case entry.Deny:
+				b[i].Denied++
+			case entry.ApprovalRequired:
+				b[i].Pending++
+			}
+		}
+		seen += len(page.Hits)
+		if page.Next == 0 {
+			return b, false, nil
+		}
+		if seen >= chartMatches {
+			return b, true, nil
+		}
+		q.Before = page.Next
+	}
 }
 
 // plural writes n and the noun that goes with it.

@@ -28,6 +28,12 @@ type historyFilter struct {
 }
 
 // query returns the log query for f at now, for a first page.
+// onlyServer reports whether f chooses calls by their server and time at
+// most: what the log's activity count can count by itself.
+func (f historyFilter) onlyServer() bool {
+	return receipts.TypedQuery(f.text) == "" && f.decision == "" && f.status == ""
+}
+
 func (f historyFilter) query(now time.Time) receipts.Query {
 	q := receipts.Query{
 		Text:     receipts.TypedQuery(f.text),

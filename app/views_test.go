@@ -526,6 +526,24 @@ func TestHistory(t *testing.T) {
 		t.Errorf("the chart counts %d calls, want 120", total)
 	}
 	assertShows(t, objectText(p.content), "120 calls:")
+
+	// The chart follows the filters and the search: it counts what the
+	// list finds.
+	chartTotal := func() (calls, denied int64) {
+		for _, b := range p.chart.buckets {
+			calls += b.Calls()
+			denied += b.Denied
+		}
+		return calls, denied
+	}
+	p.decision.SetSelected("Denied")
+	h.wait("the chart of denied calls", func() bool { c, d := chartTotal(); return c > 0 && c == d && !p.hl.more && int(c) == len(p.hl.hits) })
+	assertShows(t, objectText(p.content), "Calls found per")
+	p.decision.SetSelected("Any decision")
+	h.search(p, "postgres")
+	h.wait("the chart of postgres's calls", func() bool { c, _ := chartTotal(); return c > 0 && !p.hl.more && int(c) == len(p.hl.hits) })
+	h.search(p, "")
+	h.wait("the chart of every call", func() bool { c, _ := chartTotal(); return c == 120 })
 }
 
 func TestHistoryEntryDetail(t *testing.T) {
