@@ -230,11 +230,18 @@ func (p *historyPage) updateRow(id widget.ListItemID, o fyne.CanvasObject) {
 		return
 	}
 	h := p.hl.hits[id]
+	answered := p.hl.answered[h.ID]
+	if answered != "" {
+		h.Decision = answered // answered on the agent's retry: no longer awaiting
+	}
 	obs, ok := p.hl.observed[h.ID]
 	if !ok {
 		r.set(h, nil, p.u.clock.Now())
 	} else {
 		r.set(h, &obs, p.u.clock.Now())
+	}
+	if answered != "" {
+		setText(r.outcome, "answered on retry")
 	}
 	if id >= len(p.hl.hits)-historyPrefetch {
 		p.fetchMore()
@@ -413,7 +420,7 @@ func (p *historyPage) fetchMore() {
 	type more struct {
 		hits []receipts.Hit
 		next int64
-		obs  map[string]entry.Observed
+		obs  notes
 	}
 	goRead(p.u, func(ctx context.Context) (more, error) {
 		l, err := p.u.core.reader(ctx)
@@ -421,7 +428,7 @@ func (p *historyPage) fetchMore() {
 			return more{}, err
 		}
 		hits, next, err := readMore(ctx, l, hl)
-		return more{hits, next, readObserved(ctx, l, hits)}, err
+		return more{hits, next, readNotes(ctx, l, hits)}, err
 	}, func(m more, err error) {
 		if gen != p.gen {
 			return
@@ -448,9 +455,10 @@ func (p *historyPage) logGrew(size int64) {
 	gen := p.gen
 	q := p.filter.query(p.u.clock.Now())
 	top := p.hl.top()
+	waiting := p.hl.waiting(p.u.clock.Now())
 	type newer struct {
 		hits []receipts.Hit
-		obs  map[string]entry.Observed
+		obs  notes
 	}
 	goRead(p.u, func(ctx context.Context) (newer, error) {
 		l, err := p.u.core.reader(ctx)
@@ -464,7 +472,8 @@ func (p *historyPage) logGrew(size int64) {
 		if err != nil {
 			return newer{}, err
 		}
-		return newer{hits, readObserved(ctx, l, hits)}, nil
+		// New receipts may answer calls held before: look at those again.
+		return newer{hits, readNotes(ctx, l, append(hits, waiting...))}, nil
 	}, func(n newer, err error) {
 		hits := n.hits
 		if gen != p.gen {
