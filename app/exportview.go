@@ -40,6 +40,7 @@ type exportPage struct {
 	run      *widget.Button
 	progress *widget.ProgressBarInfinite
 	result   *fyne.Container
+	scroll   *container.Scroll // the choices, then the result
 
 	// exported, when set, runs after an export's result is on screen.
 	// Tests use it to wait without sleeping.
@@ -115,7 +116,8 @@ func newExportPage(u *UI) *exportPage {
 	// result, scrolled; the button stays on screen below them.
 	header := pageHeader("Export for an auditor", "A verifiable bundle of the evidence log: the calls you choose, their decisions and outcomes, signed and provable.")
 	actions := container.NewVBox(p.progress, container.NewHBox(layout.NewSpacer(), p.run))
-	body := container.NewBorder(nil, actions, nil, nil, container.NewVScroll(container.NewVBox(card, p.result)))
+	p.scroll = container.NewVScroll(container.NewVBox(card, p.result))
+	body := container.NewBorder(nil, actions, nil, nil, p.scroll)
 	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(body))
 	return p
 }
@@ -287,6 +289,7 @@ func (p *exportPage) showError(pr problem) {
 	b := newProblemBanner(p.export)
 	b.show(&pr, 0)
 	p.result.Add(b.content)
+	p.scroll.ScrollToBottom()
 }
 
 // showResult shows where the bundle is, what it holds, and each check of
@@ -324,6 +327,8 @@ func (p *exportPage) showResult(r exportResult) {
 	}
 	rows = append(rows, pin)
 	p.result.Add(newPanel(col, 0x18, container.NewVBox(rows...)))
+	p.scroll.Content.Refresh()
+	p.scroll.ScrollToOffset(fyne.NewPos(0, p.result.Position().Y)) // the result, under the choices
 }
 
 // checkRow shows one check of a verification report.

@@ -263,7 +263,8 @@ func (r report) shows(s string) bool {
 // smallest size it allows, 800x600, and visits every view by clicking in
 // the sidebar. On each, what a user reads must be there whole: no text
 // cut short with "…", none wider than its widget, nothing outside the
-// window, and the view's main action on screen.
+// window, and the view's main action on screen. With -screenshots DIR it
+// saves History at that size.
 func TestSmallestWindowUnderXvfb(t *testing.T) {
 	bus := needKeychain(t)
 	userHome, home := seededHome(t, 60, 0)
@@ -359,6 +360,9 @@ func TestSmallestWindowUnderXvfb(t *testing.T) {
 					t.Fatalf("at 800x600, the %s view does not show %q whole; it shows:\n%s", v.nav, missing, texts(rep))
 				}
 				time.Sleep(200 * time.Millisecond)
+			}
+			if *screenshots != "" && v.nav == "History" {
+				capture(t, need(t, "import", "imagemagick"), r.display, r.id, filepath.Join(*screenshots, "history-800x600.png"))
 			}
 			if rep.Width != 800 || rep.Height != 600 {
 				t.Errorf("with %s on screen the window is %vx%v, want 800x600", v.nav, rep.Width, rep.Height)
