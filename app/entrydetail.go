@@ -410,7 +410,7 @@ func (d *entryDetail) erase(v *entryView) {
 		ids = append(ids, v.oe.ID)
 	}
 	reason := widget.NewEntry()
-	reason.SetPlaceHolder("GDPR request 42")
+	reason.SetPlaceHolder("why, e.g. a deletion request and its reference")
 	reason.Validator = func(s string) error {
 		if strings.TrimSpace(s) == "" {
 			return errors.New("give a reason")

@@ -160,7 +160,7 @@ func newHistoryPage(u *UI) *historyPage {
 	p.all = widget.NewCheck("Every entry", func(on bool) { p.filter.all = on; p.reload() })
 
 	p.chart = newBarChart()
-	p.chart.empty = "No calls in this period"
+	p.chart.empty = "No calls in this period: choose a longer one"
 	p.chartCaption = text("", caption)
 	p.legend = container.NewHBox(legendItem("Allowed", colorAllowed), legendItem("Failed", colorFailed),
 		legendItem("Awaiting approval", colorAsked), legendItem("Denied", colorDenied))
@@ -354,9 +354,9 @@ func (p *historyPage) showList() {
 	case p.filter.text != "" || p.filter.server != "" || p.filter.decision != "" || p.filter.status != "":
 		p.showEmpty("Nothing matches. Try fewer words, or another period or filter.")
 	case p.seenSize <= 1:
-		p.showEmpty("No calls yet. They appear here as your agents make them through gatehouse proxy.")
+		p.showEmpty("No calls yet. They appear here as your agents make them through gatehouse proxy: Protect my agents sets that up.")
 	default:
-		p.showEmpty("No calls in this period.")
+		p.showEmpty("No calls in this period: choose a longer one above.")
 	}
 	what := "calls"
 	if p.filter.all {
