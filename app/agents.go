@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -62,7 +63,7 @@ func newAgentsPage(u *UI) *agentsPage {
 	p.govern.Importance = widget.HighImportance
 	header := pageHeader("Protect my agents",
 		"Gatehouse finds the MCP clients on this computer and rewrites their configs so that each server runs through gatehouse proxy. Undo puts every entry back exactly as it was.",
-		refresh, p.undo, p.govern)
+		refresh, p.govern)
 
 	p.desktop = newPanel(theme.ColorNameWarning, 0x2A, container.NewBorder(nil, nil,
 		container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))), nil,
@@ -78,7 +79,9 @@ func newAgentsPage(u *UI) *agentsPage {
 	p.summary.Wrapping = fyne.TextWrapWord
 	p.list = container.NewVBox()
 
-	body := container.NewBorder(container.NewVBox(p.banner.content, p.desktop, p.restart, p.summary), nil, nil, nil, container.NewVScroll(p.list))
+	// Undo, rarely wanted, under the list rather than beside Protect all.
+	undoRow := container.NewHBox(layout.NewSpacer(), p.undo)
+	body := container.NewBorder(container.NewVBox(p.banner.content, p.desktop, p.restart, p.summary), undoRow, nil, nil, container.NewVScroll(p.list))
 	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(body))
 	return p
 }
@@ -334,70 +337,246 @@ func stateLook(s clients.State) (string, color.Color) {
 // plan works out what governing (or undoing) sel does, and shows it for
 // the person to confirm.
 func (p *agentsPage) plan(undo bool, sel clients.Selection) {
-	goRead(p.u, func(ctx context.Context) (*clients.Plan, error) {
-		m, err := p.manager(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if undo {
-			return m.PlanUndo(ctx, sel)
-		}
-		return m.PlanGovern(ctx, sel)
-	}, func(pl *clients.Plan, err error) {
+	goRead(p.u, func(ctx context.Context) (planned, error) {
+		return p.planFor(ctx, undo, sel)
+	}, func(pd planned, err error) {
 		if err != nil {
 			pr := explain("work out the change", err)
 			dialog.ShowError(errors.New(pr.title+": "+pr.text+" "+pr.hint), p.u.win)
 			return
 		}
-		p.confirm(pl)
+		newPlanDialog(p, undo, sel, pd).show()
 	})
 }
 
-// confirm shows a plan: each file's diff, each entry's fate; and applies
-// it when the person agrees.
-func (p *agentsPage) confirm(pl *clients.Plan) {
-	verb := "Protect"
-	if pl.Undo {
-		verb = "Undo"
+// planned is a plan, and the clients it writes to that run now and must
+// be quit first.
+type planned struct {
+	pl      *clients.Plan
+	running []clients.ID
+}
+
+// planFor works out the plan for sel, and which of the clients whose files
+// it changes must be quit first (Claude Desktop, which rewrites its file
+// while it runs).
+func (p *agentsPage) planFor(ctx context.Context, undo bool, sel clients.Selection) (planned, error) {
+	m, err := p.manager(ctx)
+	if err != nil {
+		return planned{}, err
 	}
-	var sections []fyne.CanvasObject
-	var changes int
-	for _, r := range pl.Results {
-		line := plainLine(r.Name) + " (" + string(r.Client) + ")"
-		switch {
-		case r.Err != nil:
-			line += ": " + sentence(r.Err)
-		case r.Skipped != "":
-			line += ": left as it is, " + r.Skipped
-		default:
-			changes++
-			if pl.Undo {
-				line += ": put back as it was"
-			} else {
-				line += ": runs through gatehouse proxy " + r.Server
+	var pl *clients.Plan
+	if undo {
+		pl, err = m.PlanUndo(ctx, sel)
+	} else {
+		pl, err = m.PlanGovern(ctx, sel)
+	}
+	if err != nil {
+		return planned{}, err
+	}
+	cs, err := m.Scan(ctx)
+	if err != nil {
+		return planned{}, err
+	}
+	pd := planned{pl: pl}
+	for _, c := range cs {
+		if !c.Running {
+			continue
+		}
+		for _, f := range pl.Files {
+			if f.Client == c.ID && !slices.Contains(pd.running, c.ID) {
+				pd.running = append(pd.running, c.ID)
 			}
 		}
-		for _, n := range r.Notes {
-			line += "; " + n
+	}
+	return pd, nil
+}
+
+// A planDialog shows a plan before it is applied: in words first (which
+// agents, which servers, what moves to the keychain), with a box per
+// server to leave it out; the exact change to each file behind Details;
+// and the button that applies it, disabled, with the reason, while a
+// client that must be quit first runs.
+type planDialog struct {
+	p    *agentsPage
+	undo bool
+	sel  clients.Selection // as asked, before any server is left out
+	cur  planned           // the plan for the servers ticked
+	gen  uint64
+
+	names []string        // the entries that can change, by name
+	ticks []*widget.Check // a box for each: cleared, it is left out
+
+	summary *widget.RichText
+	boxes   *fyne.Container
+	details *fyne.Container
+	reason  *widget.RichText
+	action  *widget.Button
+	d       dialog.Dialog
+}
+
+func newPlanDialog(p *agentsPage, undo bool, sel clients.Selection, pd planned) *planDialog {
+	v := &planDialog{p: p, undo: undo, sel: sel, cur: pd}
+	verb := "Protect"
+	if undo {
+		verb = "Undo"
+	}
+	v.summary = wrapText("", widget.RichTextStyle{})
+	v.boxes = container.NewVBox()
+	for _, r := range pd.pl.Results {
+		if r.Err != nil || r.Skipped != "" {
+			continue
 		}
-		sections = append(sections, wrapText("• "+line, widget.RichTextStyle{}))
+		if slices.Contains(v.names, r.Name) {
+			continue // the same entry name in another client: one box
+		}
+		box := widget.NewCheck(plainLine(r.Name)+" in "+r.Client.Name(), nil)
+		box.SetChecked(true)
+		box.OnChanged = func(bool) { v.replan() }
+		v.names = append(v.names, r.Name)
+		v.ticks = append(v.ticks, box)
+		v.boxes.Add(box)
+	}
+	v.details = container.NewVBox()
+	v.reason = wrapText("", widget.RichTextStyle{ColorName: theme.ColorNameWarning, TextStyle: fyne.TextStyle{Bold: true}})
+	v.action = widget.NewButton(verb, func() {
+		v.d.Hide()
+		if len(v.cur.pl.Files) > 0 {
+			p.apply(v.cur.pl)
+		}
+	})
+	v.action.Importance = widget.HighImportance
+	cancel := widget.NewButton("Cancel", func() { v.d.Hide() })
+	choose := "Leave a server out by clearing its box:"
+	if undo {
+		choose = "Leave a server as it is by clearing its box:"
+	}
+	details := widget.NewAccordion(widget.NewAccordionItem("Details: the change to each file", v.details))
+	body := container.NewVBox(v.summary, text(choose, secondary), v.boxes, details)
+	scroll := container.NewVScroll(body)
+	scroll.SetMinSize(fyne.NewSize(540, 420))
+	buttons := container.NewBorder(nil, nil, nil, container.NewHBox(cancel, v.action), v.reason)
+	v.d = dialog.NewCustomWithoutButtons(verb+" my agents", container.NewBorder(nil, buttons, nil, nil, scroll), p.u.win)
+	v.render()
+	return v
+}
+
+func (v *planDialog) show() { v.d.Show() }
+
+// replan works the plan out again for the servers still ticked.
+func (v *planDialog) replan() {
+	var keep []string
+	for i, c := range v.ticks {
+		if c.Checked {
+			keep = append(keep, v.names[i])
+		}
+	}
+	sel := v.sel
+	v.gen++
+	gen := v.gen
+	if len(keep) == 0 {
+		v.cur = planned{pl: &clients.Plan{Undo: v.undo}}
+		v.render()
+		return
+	}
+	sel.Servers = keep
+	goRead(v.p.u, func(ctx context.Context) (planned, error) {
+		return v.p.planFor(ctx, v.undo, sel)
+	}, func(pd planned, err error) {
+		if gen != v.gen {
+			return
+		}
+		if err != nil {
+			setText(v.reason, sentence(err))
+			v.action.Disable()
+			return
+		}
+		v.cur = pd
+		v.render()
+	})
+}
+
+// render shows the current plan: the summary, the details, the button.
+func (v *planDialog) render() {
+	pl := v.cur.pl
+	setText(v.summary, planSummary(pl))
+	v.details.RemoveAll()
+	for _, r := range pl.Results {
+		if len(r.Notes) > 0 {
+			v.details.Add(wrapText("• "+plainLine(r.Name)+" in "+r.Client.Name()+": "+strings.Join(r.Notes, "; "), widget.RichTextStyle{SizeName: theme.SizeNameCaptionText}))
+		}
 	}
 	for _, f := range pl.Files {
-		sections = append(sections, text(tildePath(f.Path, userHome()), widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}}),
-			newPanel(theme.ColorNameInputBackground, 0, unifiedDiff(f.Diff)))
+		v.details.Add(text(tildePath(f.Path, userHome()), widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}}))
+		v.details.Add(newPanel(theme.ColorNameInputBackground, 0, unifiedDiff(f.Diff)))
 	}
-	if len(pl.Files) == 0 {
-		sections = append(sections, text("Nothing to change.", secondary))
-	}
-	scroll := container.NewVScroll(container.NewVBox(sections...))
-	scroll.SetMinSize(fyne.NewSize(760, 460))
-	title := fmt.Sprintf("%s: %s", verb, plural(changes, "server", "servers"))
-	d := dialog.NewCustomConfirm(title, verb, "Cancel", scroll, func(ok bool) {
-		if ok && len(pl.Files) > 0 {
-			p.apply(pl)
+	switch {
+	case len(pl.Files) == 0:
+		setText(v.reason, "Nothing to change: tick a server.")
+		v.action.Disable()
+	case len(v.cur.running) > 0:
+		var names []string
+		for _, id := range v.cur.running {
+			names = append(names, id.Name())
 		}
-	}, p.u.win)
-	d.Show()
+		setText(v.reason, "Quit "+strings.Join(names, " and ")+" first (from its menu, not just its window): it rewrites its config while it runs, which would undo this.")
+		v.action.Disable()
+	default:
+		setText(v.reason, "")
+		v.action.Enable()
+	}
+	v.details.Refresh()
+}
+
+// planSummary says a plan in words: which agents, which servers, what
+// moves to the keychain (by name, never the values), what is left as it
+// is and why.
+func planSummary(pl *clients.Plan) string {
+	var byClient []string
+	servers := map[clients.ID][]string{}
+	var moved, left []string
+	for _, r := range pl.Results {
+		name := plainLine(r.Name)
+		switch {
+		case r.Err != nil:
+			left = append(left, name+" in "+r.Client.Name()+" ("+strings.TrimSuffix(sentence(r.Err), ".")+")")
+			continue
+		case r.Skipped != "":
+			left = append(left, name+" in "+r.Client.Name()+" ("+plainLine(r.Skipped)+")")
+			continue
+		}
+		if _, ok := servers[r.Client]; !ok {
+			byClient = append(byClient, string(r.Client))
+		}
+		servers[r.Client] = append(servers[r.Client], name)
+		for _, s := range r.Secrets {
+			moved = append(moved, plainLine(s)+" of "+name)
+		}
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range servers {
+		n += len(c)
+	}
+	if pl.Undo {
+		fmt.Fprintf(&b, "Puts %s back as they were before Gatehouse, each file byte for byte:\n", plural(n, "server", "servers"))
+	} else {
+		fmt.Fprintf(&b, "%s will run through Gatehouse, which asks the policy before each of their tool calls:\n", plural(n, "server", "servers"))
+	}
+	for _, id := range byClient {
+		c := clients.ID(id)
+		fmt.Fprintf(&b, "• %s: %s\n", c.Name(), strings.Join(servers[c], ", "))
+	}
+	if !pl.Undo {
+		if len(moved) > 0 {
+			fmt.Fprintf(&b, "Moves to your keychain, out of the config files: %s.\n", strings.Join(moved, ", "))
+		} else if n > 0 {
+			b.WriteString("No secret values to move: the files hold none in these entries.\n")
+		}
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(&b, "Left as they are: %s.", strings.Join(left, "; "))
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // apply carries out the plan and says what became of each entry.

@@ -130,8 +130,10 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
 
 	"github.com/gatehouse-dev/gatehouse/assets"
 	"github.com/gatehouse-dev/gatehouse/gateway/approval"
@@ -314,7 +316,9 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 	u.settings = newSettingsPage(u)
 	u.agents = newAgentsPage(u)
 	u.shell = newShell(u, st.Dir(), opts.Version)
-	u.win.SetContent(u.shell.content)
+	// The window pads its content by the theme's padding on each side.
+	pad := 2 * theme.Padding()
+	u.win.SetContent(container.New(&atLeast{windowMinSize.SubtractWidthHeight(pad, pad)}, u.shell.content))
 	u.win.Resize(windowDefaultSize)
 
 	u.tray = u.setupTray()
@@ -345,6 +349,30 @@ func New(a fyne.App, st *store.Store, opts *Options) *UI {
 
 // windowDefaultSize is the main window's size when it first opens.
 var windowDefaultSize = fyne.NewSize(1120, 720)
+
+// windowMinSize is the smallest the main window can be made. Every view
+// fits it whole (a test under Xvfb checks it): what does not fit its width
+// wraps or is elided, and what does not fit its height scrolls.
+var windowMinSize = fyne.NewSize(800, 600)
+
+// atLeast lays its objects out over its whole size, and asks for no less
+// than min (the window's size limits follow its content's minimum).
+type atLeast struct{ min fyne.Size }
+
+func (l *atLeast) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Resize(size)
+		o.Move(fyne.Position{})
+	}
+}
+
+func (l *atLeast) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	min := l.min
+	for _, o := range objs {
+		min = min.Max(o.MinSize())
+	}
+	return min
+}
 
 // iconResource is the app icon as a Fyne resource.
 var iconResource = fyne.NewStaticResource("gatehouse.svg", assets.IconSVG)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"image/png"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -227,7 +228,7 @@ func (h *harness) rows() (names, commands []string) {
 	walkVisible(h.ui.Window().Canvas().Content(), func(o fyne.CanvasObject) {
 		if r, ok := o.(*serverRow); ok {
 			pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(r)
-			rows = append(rows, row{pos.Y, r.name.String(), r.command.String()})
+			rows = append(rows, row{pos.Y, r.name.String(), r.command.full})
 		}
 	})
 	slices.SortFunc(rows, func(a, b row) int { return int(a.y - b.y) })
@@ -337,8 +338,8 @@ func TestMainWindow(t *testing.T) {
 			if len(tt.commands) > 0 && !slices.Equal(commands, tt.commands) {
 				t.Errorf("rows' commands = %q, want %q", commands, tt.commands)
 			}
-			assertShows(t, h.screen(), "Home folder", "Gatehouse 1.2.3", "Servers", "Policy", "History", "Export", "Settings")
-			if got, want := h.ui.shell.homeText.String(), tildePath(h.st.Dir(), userHome()); got != want {
+			assertShows(t, h.screen(), "Gatehouse 1.2.3", "Servers", "Policy", "History", "Export", "Settings")
+			if got, want := h.ui.shell.homeText.full, tildePath(h.st.Dir(), userHome()); got != want {
 				t.Errorf("sidebar's home folder = %q, want %q", got, want)
 			}
 		})
@@ -625,5 +626,42 @@ func TestTildePath(t *testing.T) {
 				t.Errorf("tildePath(%q, %q) = %q, want %q", tt.path, tt.home, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestElideCommand(t *testing.T) {
+	args := []string{"-y", "@modelcontextprotocol/server-filesystem", "/home/me/projects"}
+	full := commandLine("npx", args)
+	tests := []struct {
+		n    int
+		want string
+	}{
+		{n: 100, want: full},
+		{n: 41, want: "npx … server-filesystem /home/me/projects"},
+		{n: 30, want: "npx … server-filesystem /h…cts"},
+		{n: 22, want: "… server-filesystem"},
+		{n: 10, want: "serv…ystem"},
+	}
+	for _, tt := range tests {
+		if got := elideCommand("npx", args)(full, tt.n); got != tt.want {
+			t.Errorf("elideCommand(%q, %d) = %q, want %q", full, tt.n, got, tt.want)
+		}
+	}
+	if got, want := elideCommand("npx", []string{"-y", "@acme/github"})("npx -y @acme/github", 15), "npx … github"; got != want {
+		t.Errorf("elideCommand of a package alone = %q, want %q", got, want)
+	}
+}
+
+// TestGlossaryInDocs: every term the app explains has its section in
+// docs/glossary.md.
+func TestGlossaryInDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/glossary.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, term := range glossary {
+		if !strings.Contains(string(doc), "\n## "+term.word+"\n") {
+			t.Errorf("docs/glossary.md has no section %q", term.word)
+		}
 	}
 }

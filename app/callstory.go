@@ -300,3 +300,41 @@ func leaf(b *strings.Builder, v any, indent string, walk func(any, string)) {
 
 // statFile is os.Stat: the approval window looks up the file a call writes.
 var statFile = os.Stat
+
+// toolWords writes a capability (mcp.SERVER.TOOL, with * for any part) in
+// words: "tool delete_repo on github", "any tool on github", "tools
+// delete_* on any server". The capability stays the term, in the glossary.
+func toolWords(capability string) string {
+	rest, ok := strings.CutPrefix(capability, "mcp.")
+	server, tool, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || server == "" || tool == "" {
+		return plainLine(capability)
+	}
+	on := " on " + plainLine(server)
+	if server == "*" {
+		on = " on any server"
+	}
+	switch {
+	case tool == "*":
+		return "any tool" + on
+	case strings.Contains(tool, "*"):
+		return "tools " + plainLine(tool) + on
+	}
+	return "tool " + plainLine(tool) + on
+}
+
+// ruleName names the rule that decided, in words: "your default for low
+// risk", "rule no-deletes".
+func ruleName(rule string) string {
+	switch {
+	case rule == "":
+		return ""
+	case rule == "pin:changed":
+		return "a changed definition"
+	case rule == "quarantine:unreviewed":
+		return "a server not reviewed yet"
+	case strings.HasPrefix(rule, "default:"):
+		return "your default for " + plainLine(strings.TrimPrefix(rule, "default:")) + " risk"
+	}
+	return "rule " + plainLine(rule)
+}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -205,9 +204,9 @@ func TestHistoryObserved(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.useClock()
-	h.ui.win.Resize(fyne.NewSize(1800, 900)) // room for the whole line
+	h.ui.win.Resize(windowMinSize) // the note fits the smallest window
 	p := h.openHistory()
-	const mark = "would have been DENIED by rule no-deletes — observe mode"
+	const mark = "observe mode: no-deletes would deny"
 	if got := strings.Count(objectText(p.list), mark); got != 1 {
 		t.Errorf("the list marks %d calls %q, want the one call decided in observe mode:\n%s", got, mark, objectText(p.list))
 	}
@@ -247,5 +246,53 @@ func TestPolicyMarksObserveRules(t *testing.T) {
 	assertShows(t, screen, "OBSERVE MODE: recorded, not applied · no-deletes")
 	if n := strings.Count(screen, "OBSERVE MODE"); n != 1 {
 		t.Errorf("%d rules marked observe mode, want only no-deletes:\n%s", n, screen)
+	}
+}
+
+// TestHistoryAnsweredOnRetry: a call held for approval that nobody answered
+// in time, then answered and retried by the agent, no longer shows as
+// awaiting; one retried with other arguments, or in another session, does.
+func TestHistoryAnsweredOnRetry(t *testing.T) {
+	h := newHarness(t, nil)
+	l := h.seeded(5)
+	ctx := context.Background()
+	call := func(decision, session, args string, answered bool) *entry.Entry {
+		t.Helper()
+		r := entry.Receipt{Capability: "mcp.files.delete_file", Server: "files", Tool: "delete_file",
+			Decision: decision, Rule: "default:critical", Client: entry.Client{Name: "cursor"}, Session: session}
+		if answered {
+			r.Approver = &entry.Approver{Kind: "tray", Scope: "once", Via: entry.ViaGrant}
+		}
+		e, err := l.AppendReceipt(ctx, r, []byte(args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	held := call(entry.ApprovalRequired, "s1", `{"path":"/tmp/a"}`, false)
+	other := call(entry.ApprovalRequired, "s1", `{"path":"/tmp/b"}`, false)
+	call(entry.Allow, "s1", `{"path":"/tmp/a"}`, true) // the retry of held
+	call(entry.Allow, "s2", `{"path":"/tmp/b"}`, true) // another session's
+	h.useClock()
+	p := h.openHistory()
+	chipOf := func(id string) string {
+		k := slices.IndexFunc(p.hl.hits, func(x receipts.Hit) bool { return x.ID == id })
+		if k < 0 {
+			t.Fatalf("%s is not in the history", id)
+		}
+		var got string
+		h.locked(func() {
+			r := newHistoryRow()
+			test.NewTempWindow(t, r)
+			p.updateRow(k, r)
+			got = r.chip.label.Text + " · " + r.outcome.String()
+		})
+		return got
+	}
+	if got, want := chipOf(held.ID), "Allowed · answered on retry"; got != want {
+		t.Errorf("the call answered on retry shows %q, want %q", got, want)
+	}
+	if got := chipOf(other.ID); !strings.HasPrefix(got, "Awaiting") {
+		t.Errorf("the call retried only in another session shows %q, want Awaiting", got)
 	}
 }

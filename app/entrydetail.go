@@ -227,8 +227,9 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 	status := text(word, widget.RichTextStyle{ColorName: col, TextStyle: fyne.TextStyle{Bold: true}, Inline: true})
 	sections = append(sections, title, container.NewHBox(container.NewCenter(c), status))
 
-	// Verification: what an auditor would check, first.
-	sections = append(sections, verificationView(v.check))
+	// What the call was about, and what can be done with it, first: the
+	// arguments and result, with Copy and Erase. The evidence follows.
+	var payloads []fyne.CanvasObject
 
 	// Facts.
 	facts := container.New(layout.NewFormLayout())
@@ -257,8 +258,8 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 			client += " " + r.Client.Version
 		}
 		fact("Client", plainLine(client), false)
-		fact("Capability", plainLine(r.Capability), true)
-		fact("Rule", plainLine(r.Rule), true)
+		fact("Tool", toolWords(r.Capability)+" (capability "+plainLine(r.Capability)+")", false)
+		fact("Decided by", ruleName(r.Rule), false)
 		if o := r.Observed; o != nil {
 			sections = append(sections, newPanel(theme.ColorNameWarning, 0x22, container.NewBorder(nil, nil,
 				container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.VisibilityIcon()))), nil,
@@ -296,8 +297,6 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 		fact("Receipt", o.Receipt, true)
 		fact("Status", fmt.Sprintf("%s in %.1f ms", o.Status, o.DurationMS), false)
 	}
-	sections = append(sections, facts)
-
 	// Payloads.
 	showPayload := func(label string, p receipts.Payload) {
 		box := []fyne.CanvasObject{heading(label)}
@@ -321,7 +320,7 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 		default:
 			box = append(box, newPanel(theme.ColorNameBackground, 0, textBlock(prettyJSON(p.Data, false), widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}})))
 		}
-		sections = append(sections, container.NewVBox(box...))
+		payloads = append(payloads, container.NewVBox(box...))
 	}
 	erasable := false
 	for _, p := range v.stored.Payloads {
@@ -336,17 +335,19 @@ func (d *entryDetail) render(v *entryView) fyne.CanvasObject {
 	}
 
 	// Actions.
-	copyEntry := widget.NewButtonWithIcon("Copy signed entry", theme.ContentCopyIcon(), func() {
+	copyEntry := widget.NewButtonWithIcon("Copy entry", theme.ContentCopyIcon(), func() {
 		d.p.u.app.Clipboard().SetContent(string(v.stored.Data))
 	})
 	var actions []fyne.CanvasObject
 	actions = append(actions, copyEntry)
 	if erasable {
-		erase := widget.NewButtonWithIcon("Erase payload…", theme.DeleteIcon(), func() { d.erase(v) })
+		erase := widget.NewButtonWithIcon("Erase…", theme.DeleteIcon(), func() { d.erase(v) })
 		erase.Importance = widget.DangerImportance
 		actions = append(actions, erase)
 	}
 	sections = append(sections, container.NewHBox(actions...))
+	sections = append(sections, payloads...)
+	sections = append(sections, verificationView(v.check), facts)
 
 	// The signed entry.
 	var pretty bytes.Buffer
@@ -409,7 +410,7 @@ func (d *entryDetail) erase(v *entryView) {
 		ids = append(ids, v.oe.ID)
 	}
 	reason := widget.NewEntry()
-	reason.SetPlaceHolder("GDPR request 42")
+	reason.SetPlaceHolder("why, e.g. a deletion request and its reference")
 	reason.Validator = func(s string) error {
 		if strings.TrimSpace(s) == "" {
 			return errors.New("give a reason")

@@ -40,6 +40,7 @@ type exportPage struct {
 	run      *widget.Button
 	progress *widget.ProgressBarInfinite
 	result   *fyne.Container
+	scroll   *container.Scroll // the choices, then the result
 
 	// exported, when set, runs after an export's result is on screen.
 	// Tests use it to wait without sleeping.
@@ -62,7 +63,7 @@ func newExportPage(u *UI) *exportPage {
 	p.decision.SetSelected(decisionChoices[0].label)
 	p.status = widget.NewSelect(statusChoices.labels(), nil)
 	p.status.SetSelected(statusChoices[0].label)
-	p.payloads = widget.NewCheck("Include arguments and results (else only their commitments)", nil)
+	p.payloads = widget.NewCheck("Include arguments and results", nil)
 	p.payloads.SetChecked(true)
 	p.archive = widget.NewCheck("One .tar.gz file instead of a folder", nil)
 
@@ -101,7 +102,7 @@ func newExportPage(u *UI) *exportPage {
 		widget.NewFormItem("Server", p.server),
 		widget.NewFormItem("Decision", p.decision),
 		widget.NewFormItem("Outcome", p.status),
-		widget.NewFormItem("", p.payloads),
+		&widget.FormItem{Widget: p.payloads, HintText: "without them, the bundle proves only what they were, not what they said"},
 		&widget.FormItem{Text: "Into folder", Widget: container.NewBorder(nil, nil, nil, choose, p.folder), HintText: "a new bundle is made in it, named after the time"},
 		widget.NewFormItem("", p.archive),
 		&widget.FormItem{Text: "Extends", Widget: container.NewBorder(nil, nil, nil, chooseSince, p.since), HintText: "proves this log extends the one an earlier bundle saw"},
@@ -109,12 +110,15 @@ func newExportPage(u *UI) *exportPage {
 	what := textBlock("The bundle holds the entries chosen and what an auditor needs to check them offline, with nothing but the bundle: "+
 		"the log's public keys, a signed checkpoint, inclusion proofs, a CSV and an HTML report. "+
 		"It is checked here, as `gatehouse verify` checks it, as soon as it is written.", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder})
-	card := newPanel(theme.ColorNameInputBackground, 0, container.NewVBox(what, form, container.NewHBox(layout.NewSpacer(), p.run), p.progress))
+	card := newPanel(theme.ColorNameInputBackground, 0, container.NewVBox(what, form))
 
+	// One column, which fits the narrowest window: the choices, then the
+	// result, scrolled; the button stays on screen below them.
 	header := pageHeader("Export for an auditor", "A verifiable bundle of the evidence log: the calls you choose, their decisions and outcomes, signed and provable.")
-	split := container.NewHSplit(container.NewVScroll(card), container.New(layout.NewCustomPaddedLayout(0, 0, theme.Padding()*2, 0), container.NewVScroll(p.result)))
-	split.Offset = 0.5
-	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(split))
+	actions := container.NewVBox(p.progress, container.NewHBox(layout.NewSpacer(), p.run))
+	p.scroll = container.NewVScroll(container.NewVBox(card, p.result))
+	body := container.NewBorder(nil, actions, nil, nil, p.scroll)
+	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(body))
 	return p
 }
 
@@ -285,6 +289,7 @@ func (p *exportPage) showError(pr problem) {
 	b := newProblemBanner(p.export)
 	b.show(&pr, 0)
 	p.result.Add(b.content)
+	p.scroll.ScrollToBottom()
 }
 
 // showResult shows where the bundle is, what it holds, and each check of
@@ -322,6 +327,8 @@ func (p *exportPage) showResult(r exportResult) {
 	}
 	rows = append(rows, pin)
 	p.result.Add(newPanel(col, 0x18, container.NewVBox(rows...)))
+	p.scroll.Content.Refresh()
+	p.scroll.ScrollToOffset(fyne.NewPos(0, p.result.Position().Y)) // the result, under the choices
 }
 
 // checkRow shows one check of a verification report.

@@ -129,7 +129,7 @@ func newHistoryPage(u *UI) *historyPage {
 	p.filter.span = 7 * 24 * time.Hour
 
 	p.search = widget.NewEntry()
-	p.search.SetPlaceHolder("Search calls: a tool, an address, a path, words in the arguments or results…")
+	p.search.SetPlaceHolder("Search: a tool, a path, words in a call…")
 	p.search.ActionItem = widget.NewIcon(theme.SearchIcon())
 	p.search.OnChanged = func(string) { p.typed() }
 	p.search.OnSubmitted = func(string) { p.stopDebounce(); p.reload() }
@@ -160,7 +160,7 @@ func newHistoryPage(u *UI) *historyPage {
 	p.all = widget.NewCheck("Every entry", func(on bool) { p.filter.all = on; p.reload() })
 
 	p.chart = newBarChart()
-	p.chart.empty = "No calls in this period"
+	p.chart.empty = "No calls in this period: choose a longer one"
 	p.chartCaption = text("", caption)
 	p.legend = container.NewHBox(legendItem("Allowed", colorAllowed), legendItem("Failed", colorFailed),
 		legendItem("Awaiting approval", colorAsked), legendItem("Denied", colorDenied))
@@ -183,22 +183,26 @@ func newHistoryPage(u *UI) *historyPage {
 	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), u.Refresh)
 	header := pageHeader("History", "Every call your agents made through Gatehouse, its decision and its outcome, as the signed evidence log holds them.", refresh)
 
-	filters := container.NewHBox(p.period, p.server, p.decision, p.status, container.NewCenter(p.all))
+	filters := container.NewGridWithColumns(3, p.period, p.server, p.decision, p.status, container.NewCenter(p.all))
 	toolbar := container.NewVBox(p.search, filters)
 	chartBox := newPanel(theme.ColorNameInputBackground, 0, container.NewBorder(
-		container.NewBorder(nil, nil, p.chartCaption, p.legend), nil, nil, nil, p.chart))
+		compact(p.chartCaption, p.legend), nil, nil, nil, p.chart))
 
-	p.listBox = container.NewBorder(nil, container.NewBorder(nil, nil, p.footer, p.live),
+	p.footer.Wrapping = fyne.TextWrapWord
+	p.listBox = container.NewBorder(nil, container.NewBorder(nil, nil, nil, p.live, p.footer),
 		nil, nil,
 		newPanel(theme.ColorNameInputBackground, 0, container.NewStack(p.list,
 			container.New(layout.NewCustomPaddedLayout(theme.Padding()*8, 0, theme.Padding()*4, theme.Padding()*4), container.NewVBox(p.empty)))))
-	split := container.NewHSplit(p.listBox, p.detail.content)
-	split.Offset = 0.5
+	// The list at a width its rows fit, the entry beside it taking the rest.
+	split := container.NewBorder(nil, nil, fixedWidth(historyListWidth, p.listBox), nil, p.detail.content)
 
 	p.body = container.NewBorder(container.NewVBox(p.banner.content, toolbar, p.upgrading, chartBox), nil, nil, nil, split)
 	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(p.body))
 	return p
 }
+
+// historyListWidth is the width of History's list.
+const historyListWidth = 290
 
 // legendItem is a swatch and a word.
 func legendItem(label string, c color.Color) fyne.CanvasObject {
@@ -226,11 +230,18 @@ func (p *historyPage) updateRow(id widget.ListItemID, o fyne.CanvasObject) {
 		return
 	}
 	h := p.hl.hits[id]
+	answered := p.hl.answered[h.ID]
+	if answered != "" {
+		h.Decision = answered // answered on the agent's retry: no longer awaiting
+	}
 	obs, ok := p.hl.observed[h.ID]
 	if !ok {
 		r.set(h, nil, p.u.clock.Now())
 	} else {
 		r.set(h, &obs, p.u.clock.Now())
+	}
+	if answered != "" {
+		setText(r.outcome, "answered on retry")
 	}
 	if id >= len(p.hl.hits)-historyPrefetch {
 		p.fetchMore()
@@ -343,9 +354,9 @@ func (p *historyPage) showList() {
 	case p.filter.text != "" || p.filter.server != "" || p.filter.decision != "" || p.filter.status != "":
 		p.showEmpty("Nothing matches. Try fewer words, or another period or filter.")
 	case p.seenSize <= 1:
-		p.showEmpty("No calls yet. They appear here as your agents make them through gatehouse proxy.")
+		p.showEmpty("No calls yet. They appear here as your agents make them through gatehouse proxy: Protect my agents sets that up.")
 	default:
-		p.showEmpty("No calls in this period.")
+		p.showEmpty("No calls in this period: choose a longer one above.")
 	}
 	what := "calls"
 	if p.filter.all {
@@ -373,6 +384,7 @@ func (p *historyPage) showList() {
 	if p.u.poll > 0 {
 		setText(p.live, "● Live")
 	}
+	p.listBox.Refresh() // the footer's lines may have changed
 }
 
 func (p *historyPage) showEmpty(s string) {
@@ -385,14 +397,15 @@ func (p *historyPage) showEmpty(s string) {
 }
 
 // reselect keeps the entry on the right selected in the list, if it is
-// still there.
+// still there. If not, no row is: the list would otherwise keep its row
+// selected, now another entry's, and a click on that row (which selects
+// nothing new) would not show it.
 func (p *historyPage) reselect() {
-	if p.selected == "" {
+	if k := slices.IndexFunc(p.hl.hits, func(h receipts.Hit) bool { return h.ID == p.selected }); p.selected != "" && k >= 0 {
+		p.list.Select(k)
 		return
 	}
-	if k := slices.IndexFunc(p.hl.hits, func(h receipts.Hit) bool { return h.ID == p.selected }); k >= 0 {
-		p.list.Select(k)
-	}
+	p.list.UnselectAll()
 }
 
 // fetchMore reads the next page, unless one is being read or there is
@@ -407,7 +420,7 @@ func (p *historyPage) fetchMore() {
 	type more struct {
 		hits []receipts.Hit
 		next int64
-		obs  map[string]entry.Observed
+		obs  notes
 	}
 	goRead(p.u, func(ctx context.Context) (more, error) {
 		l, err := p.u.core.reader(ctx)
@@ -415,7 +428,7 @@ func (p *historyPage) fetchMore() {
 			return more{}, err
 		}
 		hits, next, err := readMore(ctx, l, hl)
-		return more{hits, next, readObserved(ctx, l, hits)}, err
+		return more{hits, next, readNotes(ctx, l, hits)}, err
 	}, func(m more, err error) {
 		if gen != p.gen {
 			return
@@ -442,9 +455,10 @@ func (p *historyPage) logGrew(size int64) {
 	gen := p.gen
 	q := p.filter.query(p.u.clock.Now())
 	top := p.hl.top()
+	waiting := p.hl.waiting(p.u.clock.Now())
 	type newer struct {
 		hits []receipts.Hit
-		obs  map[string]entry.Observed
+		obs  notes
 	}
 	goRead(p.u, func(ctx context.Context) (newer, error) {
 		l, err := p.u.core.reader(ctx)
@@ -458,7 +472,8 @@ func (p *historyPage) logGrew(size int64) {
 		if err != nil {
 			return newer{}, err
 		}
-		return newer{hits, readObserved(ctx, l, hits)}, nil
+		// New receipts may answer calls held before: look at those again.
+		return newer{hits, readNotes(ctx, l, append(hits, waiting...))}, nil
 	}, func(n newer, err error) {
 		hits := n.hits
 		if gen != p.gen {
@@ -500,11 +515,13 @@ func (p *historyPage) rowHeight() float32 {
 func (p *historyPage) readChart() {
 	p.chartGen++
 	gen := p.chartGen
-	span, server := p.filter.span, p.filter.server
+	f := p.filter
+	f.text = p.search.Text
 	now := p.u.clock.Now()
 	type chartData struct {
 		buckets []receipts.Bucket
 		step    time.Duration
+		capped  bool // counts only the newest chartMatches calls found
 	}
 	goRead(p.u, func(ctx context.Context) (chartData, error) {
 		l, err := p.u.core.reader(ctx)
@@ -515,9 +532,10 @@ func (p *historyPage) readChart() {
 		if err != nil {
 			return chartData{}, err
 		}
-		from, step := chartSpan(span, now, first)
-		b, err := l.Activity(ctx, from, from.Add(time.Duration((now.Sub(from)+step-1)/step)*step), step, server)
-		return chartData{b, step}, err
+		from, step := chartSpan(f.span, now, first)
+		to := from.Add(time.Duration((now.Sub(from)+step-1)/step) * step)
+		b, capped, err := activity(ctx, l, from, to, step, f)
+		return chartData{b, step, capped}, err
 	}, func(c chartData, err error) {
 		if gen != p.chartGen {
 			return
@@ -535,9 +553,70 @@ func (p *historyPage) readChart() {
 			denied += b.Denied
 			asked += b.Pending
 		}
-		setText(p.chartCaption, fmt.Sprintf("Calls per %s · %s: %s allowed, %s denied, %s awaiting approval",
-			stepName(c.step), plural(int(total), "call", "calls"), thousands(int(allowed)), thousands(int(denied)), thousands(int(asked))))
+		what := "Calls"
+		if !f.onlyServer() {
+			what = "Calls found"
+		}
+		caption := fmt.Sprintf("%s per %s · %s: %s allowed, %s denied, %s awaiting approval",
+			what, stepName(c.step), plural(int(total), "call", "calls"), thousands(int(allowed)), thousands(int(denied)), thousands(int(asked)))
+		if c.capped {
+			caption += fmt.Sprintf(" (the newest %s found)", thousands(chartMatches))
+		}
+		setText(p.chartCaption, caption)
 	})
+}
+
+// chartMatches bounds the calls a chart counts one by one: those a search
+// or a filter of decision or outcome finds.
+const chartMatches = 20_000
+
+// activity counts the calls f chooses from from to to, in buckets of step:
+// with the log's own count when f chooses by server at most, else by
+// reading the calls found, newest first, up to chartMatches (capped says
+// there were more).
+func activity(ctx context.Context, l *receipts.Reader, from, to time.Time, step time.Duration, f historyFilter) (b []receipts.Bucket, capped bool, err error) {
+	if f.onlyServer() {
+		b, err = l.Activity(ctx, from, to, step, f.server)
+		return b, false, err
+	}
+	n := int((to.Sub(from) + step - 1) / step)
+	b = make([]receipts.Bucket, n)
+	for i := range b {
+		b[i].Start = from.Add(time.Duration(i) * step)
+	}
+	q := f.query(to)
+	q.From, q.To, q.Kind, q.Limit = from, to, "receipt", receipts.MaxLimit
+	for seen := 0; ; {
+		page, err := l.Search(ctx, q)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, h := range page.Hits {
+			i := int(h.Time.Sub(from) / step)
+			if i < 0 || i >= n {
+				continue
+			}
+			switch h.Decision {
+			case entry.Allow:
+				b[i].Allowed++
+				if h.Status == entry.Failed {
+					b[i].Failed++
+				}
+			case entry.Deny:
+				b[i].Denied++
+			case entry.ApprovalRequired:
+				b[i].Pending++
+			}
+		}
+		seen += len(page.Hits)
+		if page.Next == 0 {
+			return b, false, nil
+		}
+		if seen >= chartMatches {
+			return b, true, nil
+		}
+		q.Before = page.Next
+	}
 }
 
 // plural writes n and the noun that goes with it.
@@ -571,7 +650,7 @@ type historyRow struct {
 
 func newHistoryRow() *historyRow {
 	r := &historyRow{
-		when:    text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}, Inline: true}),
+		when:    text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}, SizeName: theme.SizeNameCaptionText, Inline: true}),
 		day:     text("", caption),
 		chip:    newChip(),
 		what:    text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}),
@@ -585,10 +664,13 @@ func newHistoryRow() *historyRow {
 }
 
 func (r *historyRow) CreateRenderer() fyne.WidgetRenderer {
-	left := fixedWidth(84, compact(r.when, pullUp(r.day)))
-	right := container.NewHBox(fixedWidth(96, container.NewCenter(r.chip)), fixedWidth(84, container.NewCenter(r.outcome)))
+	// Three short lines, which fit the narrowest window: what was called
+	// and its decision; when, and how it ended; who called, or what a rule
+	// in observe mode would have decided.
+	top := container.NewBorder(nil, nil, nil, container.NewCenter(r.chip), r.what)
+	middle := container.NewHBox(r.when, r.day, r.outcome)
 	return widget.NewSimpleRenderer(container.New(layout.NewCustomPaddedLayout(0, 0, 4, 4),
-		container.NewBorder(nil, nil, left, right, compact(r.what, pullUp(r.who)))))
+		compact(top, pullUp(middle), pullUp(r.who))))
 }
 
 // loading shows the row that stands for the page being read.
@@ -625,13 +707,28 @@ func (r *historyRow) set(h receipts.Hit, obs *entry.Observed, now time.Time) {
 	seg := r.who.Segments[0].(*widget.TextSegment)
 	seg.Text, seg.Style.ColorName = who, caption.ColorName
 	if obs != nil {
-		seg.Text, seg.Style.ColorName = who+" · "+observedWords(*obs), theme.ColorNameWarning
+		// Short, to fit the row; the entry's details say it in full.
+		seg.Text, seg.Style.ColorName = "observe mode: "+plainLine(obs.Rule)+" would "+wouldVerb(obs.Decision), theme.ColorNameWarning
 	}
 	r.who.Refresh()
 	word, c := statusLook(h)
 	seg = r.outcome.Segments[0].(*widget.TextSegment)
 	seg.Text, seg.Style.ColorName = word, c
-	r.outcome.Refresh()
+	r.Refresh() // lays the row out again: its parts' widths changed
+}
+
+// wouldVerb says in a verb what a rule in observe mode would have
+// decided.
+func wouldVerb(decision string) string {
+	switch decision {
+	case entry.Allow:
+		return "allow"
+	case entry.Deny:
+		return "deny"
+	case entry.ApprovalRequired:
+		return "ask"
+	}
+	return plainLine(decision)
 }
 
 // observedWords says what a rule in observe mode would have decided on a

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
@@ -28,6 +29,12 @@ type historyFilter struct {
 }
 
 // query returns the log query for f at now, for a first page.
+// onlyServer reports whether f chooses calls by their server and time at
+// most: what the log's activity count can count by itself.
+func (f historyFilter) onlyServer() bool {
+	return receipts.TypedQuery(f.text) == "" && f.decision == "" && f.status == ""
+}
+
 func (f historyFilter) query(now time.Time) receipts.Query {
 	q := receipts.Query{
 		Text:     receipts.TypedQuery(f.text),
@@ -54,16 +61,30 @@ type historyList struct {
 	hits []receipts.Hit
 	next int64 // Before of the next page; 0 when the last page is in
 	more bool  // a next page exists
-	// observed holds, by receipt id, what a rule in observe mode would
-	// have decided on the calls held that it would have decided otherwise.
+	// observed and answered are the receipts' notes (see [notes]).
 	observed map[string]entry.Observed
+	answered map[string]string
 }
 
-// readObserved reads, for each receipt of hits, what a rule in observe mode
-// would have decided, where one would have decided otherwise. A receipt
-// that cannot be read is left out: the list still shows the call.
-func readObserved(ctx context.Context, l *receipts.Reader, hits []receipts.Hit) map[string]entry.Observed {
-	out := map[string]entry.Observed{}
+// notes is what the list shows of its receipts beyond their columns.
+type notes struct {
+	// observed holds, by receipt id, what a rule in observe mode would
+	// have decided, where it would have decided otherwise.
+	observed map[string]entry.Observed
+	// answered holds, by the id of a receipt held for approval that
+	// nobody answered in time, the decision on the agent's retry of the
+	// same call, once a person answered it: the call is no longer awaiting.
+	answered map[string]string
+}
+
+// answerKeep is how long after a call held for approval a retry of it can
+// pick up the answer (the approval server's Keep).
+const answerKeep = 10 * time.Minute
+
+// readNotes reads the notes of the receipts of hits. A receipt that cannot
+// be read is left out: the list still shows the call.
+func readNotes(ctx context.Context, l *receipts.Reader, hits []receipts.Hit) notes {
+	n := notes{observed: map[string]entry.Observed{}, answered: map[string]string{}}
 	for _, h := range hits {
 		if h.Kind != entry.KindReceipt {
 			continue
@@ -72,24 +93,95 @@ func readObserved(ctx context.Context, l *receipts.Reader, hits []receipts.Hit) 
 		if err != nil {
 			continue
 		}
-		e, err := entry.Parse(s.Data)
+		r, ok := receiptOf(s)
+		if !ok {
+			continue
+		}
+		if r.Observed != nil {
+			n.observed[h.ID] = *r.Observed
+		}
+		if h.Decision == entry.ApprovalRequired {
+			if d := retryAnswer(ctx, l, h, r, s); d != "" {
+				n.answered[h.ID] = d
+			}
+		}
+	}
+	return n
+}
+
+func receiptOf(s receipts.Stored) (entry.Receipt, bool) {
+	var r entry.Receipt
+	e, err := entry.Parse(s.Data)
+	if err != nil || e.Kind != entry.KindReceipt {
+		return r, false
+	}
+	return r, json.Unmarshal(e.Body, &r) == nil
+}
+
+// retryAnswer returns the decision on the first retry of the call held for
+// approval h (receipt r, stored as s): a later receipt of the same proxy
+// session, server and tool, with the same arguments, decided by a person's
+// answer. It returns "" when there is none (yet).
+func retryAnswer(ctx context.Context, l *receipts.Reader, h receipts.Hit, r entry.Receipt, s receipts.Stored) string {
+	args := payloadData(s, "args")
+	if r.Session == "" || args == nil {
+		return ""
+	}
+	p, err := l.Search(ctx, receipts.Query{Server: h.Server, Kind: "receipt", From: h.Time, To: h.Time.Add(answerKeep), Limit: receipts.MaxLimit})
+	if err != nil {
+		return ""
+	}
+	answer := ""
+	for _, c := range p.Hits { // newest first: the last one that fits is the first retry
+		if c.Index <= h.Index || c.Tool != h.Tool || c.Decision == entry.ApprovalRequired {
+			continue
+		}
+		cs, err := l.EntryByID(ctx, c.ID)
 		if err != nil {
 			continue
 		}
-		var r entry.Receipt
-		if json.Unmarshal(e.Body, &r) == nil && r.Observed != nil {
-			out[h.ID] = *r.Observed
+		cr, ok := receiptOf(cs)
+		if ok && cr.Approver != nil && cr.Session == r.Session && bytes.Equal(payloadData(cs, "args"), args) {
+			answer = c.Decision
 		}
 	}
-	return out
+	return answer
 }
 
-// note keeps what readObserved read.
-func (h *historyList) note(obs map[string]entry.Observed) {
+// payloadData returns the stored payload part of s, or nil when it is not
+// kept (erased, too large, absent).
+func payloadData(s receipts.Stored, part string) []byte {
+	for _, p := range s.Payloads {
+		if p.Part == part && !p.Erased() && p.NotKept == nil {
+			return p.Data
+		}
+	}
+	return nil
+}
+
+// note keeps what readNotes read.
+func (h *historyList) note(n notes) {
 	if h.observed == nil {
 		h.observed = map[string]entry.Observed{}
 	}
-	maps.Copy(h.observed, obs)
+	if h.answered == nil {
+		h.answered = map[string]string{}
+	}
+	maps.Copy(h.observed, n.observed)
+	maps.Copy(h.answered, n.answered)
+}
+
+// waiting returns the calls of h held for approval, unanswered, recent
+// enough for a retry to pick up an answer at now: those to look at again
+// when new entries arrive.
+func (h *historyList) waiting(now time.Time) []receipts.Hit {
+	var out []receipts.Hit
+	for _, x := range h.hits {
+		if x.Decision == entry.ApprovalRequired && x.Kind == entry.KindReceipt && h.answered[x.ID] == "" && now.Sub(x.Time) < answerKeep {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // first reads the first page of q.
@@ -99,7 +191,9 @@ func readFirst(ctx context.Context, l *receipts.Reader, q receipts.Query) (histo
 	if err != nil {
 		return historyList{}, err
 	}
-	return historyList{q: q, hits: p.Hits, next: p.Next, more: p.Next != 0, observed: readObserved(ctx, l, p.Hits)}, nil
+	hl := historyList{q: q, hits: p.Hits, next: p.Next, more: p.Next != 0}
+	hl.note(readNotes(ctx, l, p.Hits))
+	return hl, nil
 }
 
 // readMore reads the page after what h holds.

@@ -64,16 +64,17 @@ type policyPage struct {
 	retry   retrier
 	gen     uint64
 
-	pol      *policy.Policy // as read; never modified in place
-	servers  []store.Server
-	defaults map[policy.Risk]*widget.Select
-	global   *widget.Select
-	rules    []policy.Rule // shown, in order
-	filter   *widget.Select
-	list     *widget.List
-	count    *widget.RichText
-	version  *widget.RichText
-	filling  bool // the selects are being set from a read: not a change
+	pol       *policy.Policy // as read; never modified in place
+	servers   []store.Server
+	defaults  map[policy.Risk]*widget.Select
+	global    *widget.Select
+	rules     []policy.Rule // shown, in order
+	filter    *widget.Select
+	list      *widget.List
+	count     *widget.RichText
+	rulesCard *fyne.Container // the rules, under their heading and count
+	version   *widget.RichText
+	filling   bool // the selects are being set from a read: not a change
 
 	// Explain.
 	exServer *widget.SelectEntry
@@ -131,7 +132,7 @@ func newPolicyPage(u *UI) *policyPage {
 			p.openRule(&r)
 		}
 	}
-	rulesCard := container.NewBorder(
+	p.rulesCard = container.NewBorder(
 		container.NewBorder(nil, nil, container.NewHBox(heading("Rules"), container.NewCenter(p.count)), p.filter),
 		nil, nil, nil,
 		newPanel(theme.ColorNameInputBackground, 0, p.list))
@@ -163,7 +164,11 @@ func newPolicyPage(u *UI) *policyPage {
 	))
 
 	p.version = text("", caption)
-	left := container.NewBorder(defaultsCard, p.version, nil, nil, container.New(layout.NewCustomPaddedLayout(theme.Padding()*2, 0, 0, 0), rulesCard))
+	// The defaults above the rules, each scrolled, the line between them
+	// draggable: both fit the smallest window.
+	rulesSplit := container.NewVSplit(container.NewVScroll(defaultsCard), container.New(layout.NewCustomPaddedLayout(theme.Padding()*2, 0, 0, 0), p.rulesCard))
+	rulesSplit.Offset = 0.45
+	left := container.NewBorder(nil, p.version, nil, nil, rulesSplit)
 	right := container.NewVScroll(explainCard)
 	split := container.NewHSplit(left, container.New(layout.NewCustomPaddedLayout(0, 0, theme.Padding()*2, 0), right))
 	split.Offset = 0.58
@@ -271,6 +276,7 @@ func (p *policyPage) showRules() {
 	}
 	slices.SortStableFunc(p.rules, func(a, b policy.Rule) int { return strings.Compare(a.Capability, b.Capability) })
 	setText(p.count, plural(len(p.rules), "rule", "rules"))
+	p.rulesCard.Refresh() // the count's width changed
 	p.list.Refresh()
 }
 
@@ -436,8 +442,8 @@ func (r *ruleRow) CreateRenderer() fyne.WidgetRenderer {
 // policy's): its decision is recorded, not applied.
 func (r *ruleRow) set(rule policy.Rule, observed bool) {
 	r.rule = rule
-	what := rule.Capability
-	if what == "" {
+	what := toolWords(rule.Capability)
+	if rule.Capability == "" {
 		what = "any tool"
 	}
 	setText(r.what, what)
@@ -466,7 +472,7 @@ func (r *ruleRow) set(rule policy.Rule, observed bool) {
 	setText(r.detail, strings.Join(parts, " · "))
 	seg := r.decision.Segments[0].(*widget.TextSegment)
 	seg.Text, seg.Style.ColorName = word, c
-	r.decision.Refresh()
+	r.Refresh() // lays the row out again: its parts' widths changed
 }
 
 // constraintText writes an argument constraint as the rule editor reads

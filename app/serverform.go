@@ -84,10 +84,10 @@ func (p *serversPage) openForm(old *store.Server) {
 
 func (f *serverForm) build() {
 	f.name = widget.NewEntry()
-	f.name.SetPlaceHolder("github")
+	f.name.SetPlaceHolder("a short name, e.g. github")
 	f.command = widget.NewEntry()
 	f.command.TextStyle.Monospace = true
-	f.command.SetPlaceHolder("npx -y @modelcontextprotocol/server-github")
+	f.command.SetPlaceHolder("the command, e.g. npx -y @modelcontextprotocol/server-github")
 	f.cwd = widget.NewEntry()
 	f.cwd.SetPlaceHolder("the folder the proxy starts in")
 	f.env = widget.NewMultiLineEntry()
@@ -95,7 +95,7 @@ func (f *serverForm) build() {
 	f.env.SetPlaceHolder("KEY=value, one a line (not secret)")
 	f.env.SetMinRowsVisible(3)
 	f.url = widget.NewEntry()
-	f.url.SetPlaceHolder("https://mcp.example.com/mcp")
+	f.url.SetPlaceHolder("the address, e.g. https://mcp.example.com/mcp")
 	f.headers = widget.NewMultiLineEntry()
 	f.headers.TextStyle.Monospace = true
 	f.headers.SetPlaceHolder("Name: value, one a line (not secret)")
@@ -104,15 +104,15 @@ func (f *serverForm) build() {
 
 	f.read = widget.NewMultiLineEntry()
 	f.read.TextStyle.Monospace = true
-	f.read.SetPlaceHolder("~/notes, one folder or file a line")
+	f.read.SetPlaceHolder("one folder or file a line, e.g. ~/notes")
 	f.read.SetMinRowsVisible(2)
 	f.write = widget.NewMultiLineEntry()
 	f.write.TextStyle.Monospace = true
-	f.write.SetPlaceHolder("~/projects/site, one folder or file a line")
+	f.write.SetPlaceHolder("one folder or file a line, e.g. ~/projects/site")
 	f.write.SetMinRowsVisible(2)
 	f.net = widget.NewEntry()
 	f.net.TextStyle.Monospace = true
-	f.net.SetPlaceHolder("443, 5432 (or * for any)")
+	f.net.SetPlaceHolder("ports, e.g. 443, 5432 (or * for any)")
 	f.confine = widget.NewCheck("Confine it (Linux, Landlock): it reads the system, its install and what its command names, writes a private temporary folder, and reaches nothing else but what is given below", f.confineChanged)
 	f.confineChanged(false)
 	confineHelp := wrapText("A confined server does not start where this computer cannot confine it.", caption)
@@ -238,7 +238,7 @@ func (f *serverForm) showKind(k string) {
 func (f *serverForm) addCred(key string, stored bool) {
 	c := &credRow{key: widget.NewEntry(), value: widget.NewPasswordEntry(), stored: stored}
 	c.key.SetText(key)
-	c.key.SetPlaceHolder("GITHUB_PERSONAL_ACCESS_TOKEN")
+	c.key.SetPlaceHolder("name, e.g. GITHUB_TOKEN")
 	c.key.TextStyle.Monospace = true
 	if stored {
 		c.key.Disable()

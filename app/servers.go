@@ -103,7 +103,7 @@ func newServersPage(u *UI) *serversPage {
 		text("MCP servers", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}}), p.count)
 	p.detail = newServerDetail(p)
 	p.listBox = container.NewBorder(nil, nil,
-		fixedWidth(300, container.NewBorder(listHeading, nil, nil, nil, newPanel(theme.ColorNameInputBackground, 0, p.list))),
+		fixedWidth(232, container.NewBorder(listHeading, nil, nil, nil, newPanel(theme.ColorNameInputBackground, 0, p.list))),
 		nil,
 		container.New(layout.NewCustomPaddedLayout(0, 0, theme.Padding()*2, 0), p.detail.content))
 	p.listBox.Hide()
@@ -427,9 +427,13 @@ func newServerDetail(p *serversPage) *serverDetail {
 		nil, nil, nil,
 		newPanel(theme.ColorNameInputBackground, 0, container.NewStack(d.toolList, d.toolsEmpty)))
 
-	d.content = container.NewBorder(
-		container.NewVBox(header, d.quarantine, widget.NewSeparator(), healthRow, d.activity, d.info, widget.NewSeparator()),
-		nil, nil, nil, tools)
+	// The server above its tools, each part scrolled, the line between
+	// them draggable: both fit the smallest window.
+	split := container.NewVSplit(
+		container.NewVScroll(container.NewVBox(header, d.quarantine, widget.NewSeparator(), healthRow, d.activity, d.info)),
+		tools)
+	split.Offset = 0.5
+	d.content = split
 	return d
 }
 
@@ -732,7 +736,6 @@ type toolRow struct {
 	name     *widget.RichText
 	desc     *widget.RichText
 	risk     *badge
-	riskFrom *widget.RichText // what classified it: "pack filesystem@1", "by name"
 	decision *widget.RichText
 	rule     *widget.RichText
 	pin      *widget.Button   // a changed definition: review it
@@ -746,9 +749,9 @@ func newToolRow(onChange func(gate.ToolStatus)) *toolRow {
 	r.desc = text("", caption)
 	r.desc.Truncation = fyne.TextTruncateEllipsis
 	r.risk = newBadge()
-	r.riskFrom = text("", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, SizeName: theme.SizeNameCaptionText, Alignment: fyne.TextAlignCenter})
 	r.decision = text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true})
 	r.rule = text("", caption)
+	r.rule.Truncation = fyne.TextTruncateEllipsis
 	r.pin = widget.NewButtonWithIcon("", theme.WarningIcon(), func() { r.onChange(r.tool) })
 	r.pin.Importance = widget.WarningImportance
 	r.pinText = text("", widget.RichTextStyle{SizeName: theme.SizeNameCaptionText, Inline: true})
@@ -757,12 +760,12 @@ func newToolRow(onChange func(gate.ToolStatus)) *toolRow {
 }
 
 func (r *toolRow) CreateRenderer() fyne.WidgetRenderer {
-	right := container.NewHBox(
-		fixedWidth(100, compact(container.NewCenter(r.risk), pullUp(r.riskFrom))),
-		fixedWidth(140, compact(r.decision, pullUp(r.rule))),
-		fixedWidth(150, container.NewCenter(container.NewStack(r.pin, container.NewCenter(r.pinText)))))
+	// Two lines, which fit the narrowest window: the tool, then what
+	// Gatehouse makes of it.
+	facts := container.NewHBox(container.NewCenter(r.risk), container.NewCenter(r.decision),
+		container.NewCenter(container.NewStack(r.pin, container.NewCenter(r.pinText))))
 	return widget.NewSimpleRenderer(container.New(layout.NewCustomPaddedLayout(0, 0, 4, 4),
-		container.NewBorder(nil, nil, nil, right, compact(r.name, pullUp(r.desc)))))
+		compact(r.name, pullUp(r.desc), facts, pullUp(r.rule))))
 }
 
 func (r *toolRow) set(t gate.ToolStatus) {
@@ -774,12 +777,11 @@ func (r *toolRow) set(t gate.ToolStatus) {
 	}
 	setText(r.desc, plainLine(desc))
 	r.risk.set(riskLook(string(t.Risk)))
-	setText(r.riskFrom, riskSource(t))
 	word, c := decisionLook(string(t.Decision))
 	seg := r.decision.Segments[0].(*widget.TextSegment)
 	seg.Text, seg.Style.ColorName = word, c
 	r.decision.Refresh()
-	setText(r.rule, "rule "+plainLine(t.Rule))
+	setText(r.rule, "by "+ruleName(t.Rule)+" · risk "+riskSource(t))
 	seg = r.pinText.Segments[0].(*widget.TextSegment)
 	switch t.Pin {
 	case gate.Changed:

@@ -140,11 +140,9 @@ func newSettingsPage(u *UI) *settingsPage {
 	logHelp.Wrapping = fyne.TextWrapWord
 	logs := card("Log", widget.NewForm(widget.NewFormItem("Level", p.level)), logHelp)
 
-	cols := container.NewGridWithColumns(2,
-		container.NewVBox(approvals, startup, logs),
-		container.NewVBox(keys, folder))
+	words := card("Words Gatehouse uses", wrapText("The views say things in plain words; here is what the technical terms behind them mean.", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder}), glossaryView())
 	p.serve = newServeSection(u)
-	cols = container.NewVBox(cols, p.serve.content)
+	cols := container.NewVBox(approvals, keys, startup, folder, logs, p.serve.content, words)
 	header := pageHeader("Settings", "How Gatehouse waits, starts, signs and logs.")
 	body := container.NewBorder(p.banner.content, nil, nil, nil, container.NewVScroll(cols))
 	p.content = container.NewBorder(container.NewVBox(header, widget.NewSeparator()), nil, nil, nil, pageBody(body))
@@ -258,8 +256,8 @@ func (p *settingsPage) show(r settingsRead) {
 			state += " · the log's first key (auditors pin it)"
 		}
 		row := widget.NewRichText(
-			&widget.TextSegment{Text: k.ID, Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}, Inline: true}},
-			&widget.TextSegment{Text: fmt.Sprintf("  announced at entry %d · %s", k.AddedIdx, state), Style: caption},
+			&widget.TextSegment{Text: k.ID, Style: widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}}},
+			&widget.TextSegment{Text: fmt.Sprintf("Announced at entry %d · %s", k.AddedIdx, state), Style: caption},
 		)
 		row.Wrapping = fyne.TextWrapWord
 		p.keys.Add(row)

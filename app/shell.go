@@ -53,7 +53,7 @@ type shell struct {
 	stateTitle *widget.RichText
 	stateText  *widget.RichText
 	pause      *widget.Button
-	homeText   *widget.RichText
+	homeText   *elidedText    // the home folder
 	quit       *widget.Button // quits, after asking
 
 	// Banners above every view.
@@ -105,11 +105,12 @@ func newShell(u *UI, home, version string) *shell {
 		items = append(items, v.item)
 	}
 
-	s.homeText = text(tildePath(home, userHome()), widget.RichTextStyle{SizeName: theme.SizeNameCaptionText})
-	s.homeText.Truncation = fyne.TextTruncateEllipsis
+	// The home folder on one line, elided in the middle: its end tells
+	// one profile from another; Settings shows it whole.
+	s.homeText = newElidedText(fyne.TextStyle{}, theme.SizeNameCaptionText, theme.ColorNamePlaceHolder)
+	s.homeText.SetText(tildePath(home, userHome()))
 	footer := []fyne.CanvasObject{
-		container.NewHBox(widget.NewIcon(theme.NewColoredResource(theme.FolderIcon(), theme.ColorNamePlaceHolder)), text("Home folder", caption)),
-		pullUp(s.homeText),
+		container.NewBorder(nil, nil, widget.NewIcon(theme.NewColoredResource(theme.FolderIcon(), theme.ColorNamePlaceHolder)), nil, s.homeText),
 	}
 	if version != "" {
 		footer = append(footer, text("Gatehouse "+version, caption))
@@ -184,7 +185,7 @@ func newShell(u *UI, home, version string) *shell {
 }
 
 // sidebarWidth is the width of the sidebar's content.
-const sidebarWidth = 196
+const sidebarWidth = 176
 
 // open shows the view with the given id and reads what it shows.
 func (s *shell) open(id string) {
@@ -213,6 +214,10 @@ func (s *shell) show(v *view) {
 	}
 	s.current = v
 	s.stack.Refresh()
+	// A view hidden while the window was resized still has its old size:
+	// lay it out again at the size it now has.
+	v.content.Resize(s.stack.Size())
+	v.content.Refresh()
 }
 
 // refreshCurrent reads again what the view on screen shows.

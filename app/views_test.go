@@ -17,6 +17,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -101,8 +102,9 @@ func TestViewsFitTheWindow(t *testing.T) {
 		h.locked(func() { h.ui.shell.open(v.id) })
 		h.settle()
 		h.locked(func() {
-			if got := h.ui.shell.content.MinSize(); got.Width > windowDefaultSize.Width || got.Height > windowDefaultSize.Height {
-				t.Errorf("with %s on screen the window needs %v, more than the %v it opens at", v.id, got, windowDefaultSize)
+			room := windowMinSize.SubtractWidthHeight(2*theme.Padding(), 2*theme.Padding())
+			if got := h.ui.shell.content.MinSize(); got.Width > room.Width || got.Height > room.Height {
+				t.Errorf("with %s on screen the window needs %v, more than the %v of the smallest window", v.id, got, room)
 			}
 		})
 	}
@@ -389,7 +391,7 @@ func TestPolicyView(t *testing.T) {
 	radio.SetSelected("Deny")
 	test.Tap(findButton(dlg, "Save"))
 	h.wait("the rule", func() bool { return p.pol.Rule("no-deletes") != nil })
-	assertShows(t, objectText(p.content), "mcp.everything.delete_*", "1 rule", "Version 2")
+	assertShows(t, objectText(p.content), "tools delete_* on everything", "1 rule", "Version 2")
 
 	// Explain a sample call.
 	p.exServer.SetText("everything")
@@ -524,6 +526,24 @@ func TestHistory(t *testing.T) {
 		t.Errorf("the chart counts %d calls, want 120", total)
 	}
 	assertShows(t, objectText(p.content), "120 calls:")
+
+	// The chart follows the filters and the search: it counts what the
+	// list finds.
+	chartTotal := func() (calls, denied int64) {
+		for _, b := range p.chart.buckets {
+			calls += b.Calls()
+			denied += b.Denied
+		}
+		return calls, denied
+	}
+	p.decision.SetSelected("Denied")
+	h.wait("the chart of denied calls", func() bool { c, d := chartTotal(); return c > 0 && c == d && !p.hl.more && int(c) == len(p.hl.hits) })
+	assertShows(t, objectText(p.content), "Calls found per")
+	p.decision.SetSelected("Any decision")
+	h.search(p, "postgres")
+	h.wait("the chart of postgres's calls", func() bool { c, _ := chartTotal(); return c > 0 && !p.hl.more && int(c) == len(p.hl.hits) })
+	h.search(p, "")
+	h.wait("the chart of every call", func() bool { c, _ := chartTotal(); return c == 120 })
 }
 
 func TestHistoryEntryDetail(t *testing.T) {
@@ -540,7 +560,7 @@ func TestHistoryEntryDetail(t *testing.T) {
 	h.wait("the entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == p.hl.hits[k].ID })
 	d := objectText(p.detail.content)
 	assertShows(t, d, "Verified", "Signature valid", "In the log: its inclusion proof leads to the log's tree", "Payloads match",
-		"Arguments (as stored, after redaction)", "Result (as stored, after redaction)", "SELECT", "Signed entry", "Erase payload…")
+		"Arguments (as stored, after redaction)", "Result (as stored, after redaction)", "SELECT", "Signed entry", "Erase…")
 
 	// The erased call shows its tombstone, and still verifies.
 	ctx := context.Background()
@@ -555,7 +575,45 @@ func TestHistoryEntryDetail(t *testing.T) {
 	h.wait("the erased entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == ev.Erased[0].Entry })
 	d = objectText(p.detail.content)
 	assertShows(t, d, "Verified", "Erased: only its commitment remains", "GDPR request 42")
-	assertHides(t, d, "Erase payload…")
+	assertHides(t, d, "Erase…")
+}
+
+// TestHistoryClickFirstRowAgain: once a search has taken away the entry
+// shown, a click on the first row shows that row's entry, though the list
+// had selected the first row before.
+func TestHistoryClickFirstRowAgain(t *testing.T) {
+	h := newHarness(t, nil)
+	h.seeded(40)
+	h.useClock()
+	p := h.openHistory()
+	first := p.hl.hits[0]
+	p.list.Select(0)
+	h.wait("the first entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == first.ID })
+	other := "postgres"
+	if first.Server == "postgres" {
+		other = "github"
+	}
+	h.search(p, other)
+	if p.hl.hits[0].ID == first.ID {
+		t.Fatalf("search %s still lists %s first", other, first.ID)
+	}
+	h.locked(func() { test.Tap(rowAt(p.list, 0)) })
+	h.wait("the first row's entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == p.hl.hits[0].ID })
+}
+
+// rowAt returns the list item that shows row id, as a click finds it.
+func rowAt(l *widget.List, id int) fyne.Tappable {
+	var found fyne.Tappable
+	var rows []fyne.Tappable
+	walkVisible(l, func(o fyne.CanvasObject) {
+		if t, ok := o.(fyne.Tappable); ok && fmt.Sprintf("%T", o) == "*widget.listItem" {
+			rows = append(rows, t)
+		}
+	})
+	if id < len(rows) {
+		found = rows[id]
+	}
+	return found
 }
 
 // TestHistoryEntryNotKept: arguments and a result over the log's payload
@@ -600,7 +658,7 @@ func TestHistoryErase(t *testing.T) {
 	id := p.hl.hits[k].ID
 	p.list.Select(k)
 	h.wait("the entry", func() bool { return p.detail.cur != nil && p.detail.cur.e.ID == id })
-	test.Tap(findButton(p.detail.content, "Erase payload…"))
+	test.Tap(findButton(p.detail.content, "Erase…"))
 	dlg := h.ui.win.Canvas().Overlays().Top()
 	var reason *widget.Entry
 	walkVisible(dlg, func(o fyne.CanvasObject) {
@@ -1122,13 +1180,41 @@ func TestProtectMyAgents(t *testing.T) {
 	assertShows(t, view, "Claude Code", "notes", "Not protected", "0 of 1 servers run through Gatehouse")
 	assertHides(t, view, "ghp_0123456789")
 
-	// Protect all: the plan shows the diff first, secrets masked.
+	// Protect all: the plan says first, in words, which servers of which
+	// agents, and what moves to the keychain (its name, not its value);
+	// the diff is behind Details, secrets masked.
 	test.Tap(p.govern)
 	h.wait("the plan", func() bool { return findButton(h.ui.win.Canvas().Overlays().Top(), "Protect") != nil })
 	dlg := h.ui.win.Canvas().Overlays().Top()
-	plan := objectText(dlg)
-	assertShows(t, plan, ".claude.json", "/opt/gatehouse/gatehouse", "runs through gatehouse proxy notes")
+	plan := oneLine(objectText(dlg))
+	assertShows(t, plan, "1 server will run through Gatehouse", "Claude Code: notes", "Moves to your keychain, out of the config files: NOTES_TOKEN of notes.")
+	assertHides(t, plan, "ghp_0123456789abcdef", "/opt/gatehouse/gatehouse")
+	var acc *widget.Accordion
+	walkVisible(dlg, func(o fyne.CanvasObject) {
+		if a, ok := o.(*widget.Accordion); ok {
+			acc = a
+		}
+	})
+	acc.Open(0)
+	plan = objectText(dlg)
+	assertShows(t, plan, ".claude.json", "/opt/gatehouse/gatehouse", "registers server notes")
 	assertHides(t, plan, "ghp_0123456789abcdef")
+
+	// A server left out: nothing to change, and Protect says so.
+	var box *widget.Check
+	walkVisible(dlg, func(o fyne.CanvasObject) {
+		if c, ok := o.(*widget.Check); ok && c.Text == "notes in Claude Code" {
+			box = c
+		}
+	})
+	box.SetChecked(false)
+	h.settle()
+	if !findButton(dlg, "Protect").Disabled() {
+		t.Error("Protect can be pressed with every server left out")
+	}
+	assertShows(t, objectText(dlg), "Nothing to change: tick a server.")
+	box.SetChecked(true)
+	h.wait("the plan again", func() bool { return !findButton(dlg, "Protect").Disabled() })
 	if data, _ := os.ReadFile(claudeJSON); string(data) != string(original) {
 		t.Fatal("the file changed before the person agreed")
 	}
@@ -1151,6 +1237,38 @@ func TestProtectMyAgents(t *testing.T) {
 	if data, _ := os.ReadFile(claudeJSON); string(data) != string(original) {
 		t.Errorf("after Undo the file reads:\n%s\nwant it as it was:\n%s", data, original)
 	}
+}
+
+// TestProtectWhileClaudeDesktopRuns: the plan for Claude Desktop's file
+// cannot be applied while it runs, and says why.
+func TestProtectWhileClaudeDesktopRuns(t *testing.T) {
+	h := newHarness(t, nil)
+	home := t.TempDir()
+	cfg := filepath.Join(home, ".config", "Claude", "claude_desktop_config.json")
+	os.MkdirAll(filepath.Dir(cfg), 0o700)
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"notes": {"command": "/bin/cat"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := h.ui.agents
+	p.env = &clients.Env{GOOS: "linux", Home: home, Cwd: home, Path: "/usr/bin:/bin",
+		Running: func(id clients.ID) (bool, time.Time, error) { return id == clients.ClaudeDesktop, time.Now(), nil },
+		Tracked: func(string) bool { return false }}
+	p.proxy = "/opt/gatehouse/gatehouse"
+	done := make(chan struct{}, 1)
+	p.done = h.signal(done)
+	h.ui.Open(pageAgents)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no scan within 20s")
+	}
+	test.Tap(p.govern)
+	h.wait("the plan", func() bool { return findButton(h.ui.win.Canvas().Overlays().Top(), "Protect") != nil })
+	dlg := h.ui.win.Canvas().Overlays().Top()
+	if !findButton(dlg, "Protect").Disabled() {
+		t.Error("Protect can be pressed while Claude Desktop runs")
+	}
+	assertShows(t, oneLine(objectText(dlg)), "Claude Desktop: notes", "Quit Claude Desktop first")
 }
 
 func TestProtectMyAgentsWithoutProxy(t *testing.T) {

@@ -3,6 +3,7 @@ package app
 import (
 	"hash/fnv"
 	"image/color"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -108,30 +109,28 @@ func (r *panelRenderer) Refresh() {
 // it is in quarantine, and the command it runs or the URL it is reached at.
 type serverRow struct {
 	widget.BaseWidget
-	dot       *canvas.Circle // the last connection test: green, red, or none
-	avatar    *canvas.Circle
-	initial   *canvas.Text
-	name      *widget.RichText
-	transport *widget.RichText
-	command   *widget.RichText
-	held      fyne.CanvasObject // shown when tools are held for review
-	heldText  *widget.RichText
-	quar      fyne.CanvasObject // shown while the server is in quarantine
+	dot      *canvas.Circle // the last connection test: green, red, or none
+	avatar   *canvas.Circle
+	initial  *canvas.Text
+	name     *widget.RichText
+	command  *elidedText
+	held     fyne.CanvasObject // shown when tools are held for review
+	heldText *widget.RichText
+	quar     fyne.CanvasObject // shown while the server is in quarantine
 }
 
 func newServerRow() *serverRow {
 	r := &serverRow{
-		dot:       canvas.NewCircle(color.Transparent),
-		avatar:    canvas.NewCircle(avatarColors[0]),
-		initial:   canvas.NewText("", color.White),
-		name:      text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}),
-		transport: text("", widget.RichTextStyle{ColorName: theme.ColorNamePrimary, SizeName: theme.SizeNameCaptionText, Inline: true}),
-		command:   text("", widget.RichTextStyle{ColorName: theme.ColorNamePlaceHolder, TextStyle: fyne.TextStyle{Monospace: true}, Inline: true}),
+		dot:     canvas.NewCircle(color.Transparent),
+		avatar:  canvas.NewCircle(avatarColors[0]),
+		initial: canvas.NewText("", color.White),
+		name:    text("", widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}, Inline: true}),
+		command: newElidedText(fyne.TextStyle{Monospace: true}, theme.SizeNameCaptionText, theme.ColorNamePlaceHolder),
 	}
+	r.name.Truncation = fyne.TextTruncateEllipsis
 	r.initial.TextStyle.Bold = true
 	r.initial.TextSize = 16
 	r.initial.Alignment = fyne.TextAlignCenter
-	r.command.Truncation = fyne.TextTruncateEllipsis
 	r.heldText = text("", widget.RichTextStyle{ColorName: theme.ColorNameWarning, SizeName: theme.SizeNameCaptionText, TextStyle: fyne.TextStyle{Bold: true}, Inline: true})
 	r.held = newPanel(theme.ColorNameWarning, 0x30, container.New(layout.NewCustomPaddedLayout(-6, -6, 0, 0), r.heldText))
 	r.held.Hide()
@@ -149,8 +148,7 @@ func (r *serverRow) CreateRenderer() fyne.WidgetRenderer {
 	r.dot.Resize(fyne.NewSize(12, 12))
 	r.dot.Move(fyne.NewPos(26, 25))
 	avatar := container.NewGridWrap(fyne.NewSize(36, 36), container.NewStack(r.avatar, container.NewCenter(r.initial), dot))
-	chip := newPanel(theme.ColorNamePrimary, 0x26, container.New(layout.NewCustomPaddedLayout(-6, -6, 0, 0), r.transport))
-	top := container.NewHBox(r.name, container.NewCenter(chip), container.NewCenter(r.held), container.NewCenter(r.quar))
+	top := container.NewBorder(nil, nil, nil, container.NewHBox(container.NewCenter(r.held), container.NewCenter(r.quar)), r.name)
 	return widget.NewSimpleRenderer(container.New(layout.NewCustomPaddedLayout(2, 2, 4, 4),
 		container.NewBorder(nil, nil,
 			container.NewCenter(avatar),
@@ -187,12 +185,14 @@ func (r *serverRow) set(s store.Server, h health, held int) {
 	r.initial.Refresh()
 	r.avatar.Refresh()
 	setText(r.name, s.Name)
-	setText(r.transport, s.Transport)
 	if s.Remote() {
-		setText(r.command, s.URL)
+		r.command.shorten = elideMiddle
+		r.command.SetText(s.URL)
 	} else {
-		setText(r.command, commandLine(s.Command, s.Args))
+		r.command.shorten = elideCommand(s.Command, s.Args)
+		r.command.SetText(commandLine(s.Command, s.Args))
 	}
+	r.Refresh() // lays the row out again: its parts' widths changed
 }
 
 // avatarColors are the avatar backgrounds, chosen to carry white text in
@@ -228,4 +228,155 @@ func addedOn(t time.Time) string {
 // paste into a POSIX shell ([shellwords.Join]).
 func commandLine(command string, args []string) string {
 	return shellwords.Join(append([]string{command}, args...))
+}
+
+// An elidedText is one line of text that, when its width is too small for
+// it, shows a shorter form of it: by default the start and the end with
+// "…" between, so that what tells two lines apart (a command's package, a
+// path's last folders) stays on screen. Where it is shown shorter, the
+// whole text is one click away (the server's details, a copy button).
+type elidedText struct {
+	widget.BaseWidget
+	full    string
+	style   fyne.TextStyle
+	size    fyne.ThemeSizeName
+	color   fyne.ThemeColorName
+	shorten func(s string, n int) string // s in at most n characters
+}
+
+func newElidedText(style fyne.TextStyle, size fyne.ThemeSizeName, color fyne.ThemeColorName) *elidedText {
+	t := &elidedText{style: style, size: size, color: color, shorten: elideMiddle}
+	t.ExtendBaseWidget(t)
+	return t
+}
+
+// SetText shows s.
+func (t *elidedText) SetText(s string) {
+	if t.full != s {
+		t.full = s
+		t.Refresh()
+	}
+}
+
+func (t *elidedText) CreateRenderer() fyne.WidgetRenderer {
+	r := &elidedRenderer{t: t, text: canvas.NewText("", color.Black)}
+	r.Refresh()
+	return r
+}
+
+type elidedRenderer struct {
+	t    *elidedText
+	text *canvas.Text
+	size fyne.Size
+}
+
+func (r *elidedRenderer) textSize() float32 { return r.t.Theme().Size(r.t.size) }
+
+// fit returns the longest form of the text that fits width w.
+func (r *elidedRenderer) fit(w float32) string {
+	full := r.t.full
+	n := utf8.RuneCountInString(full)
+	for s := full; ; n-- {
+		if fyne.MeasureText(s, r.textSize(), r.t.style).Width <= w || n <= 1 {
+			return s
+		}
+		s = r.t.shorten(full, n-1)
+	}
+}
+
+func (r *elidedRenderer) Layout(size fyne.Size) {
+	r.size = size
+	r.text.Text = r.fit(size.Width - 2*theme.InnerPadding())
+	r.text.Move(fyne.NewPos(theme.InnerPadding(), 0))
+	r.text.Resize(fyne.NewSize(size.Width-2*theme.InnerPadding(), size.Height))
+	r.text.Refresh()
+}
+
+// MinSize is a line's height, and the width of a few characters: the text
+// takes what width its container gives it.
+func (r *elidedRenderer) MinSize() fyne.Size {
+	m := fyne.MeasureText("MMMMMM…", r.textSize(), r.t.style)
+	return fyne.NewSize(m.Width+2*theme.InnerPadding(), m.Height)
+}
+
+func (r *elidedRenderer) Refresh() {
+	th := r.t.Theme()
+	r.text.TextSize = r.textSize()
+	r.text.TextStyle = r.t.style
+	r.text.Color = th.Color(r.t.color, fyne.CurrentApp().Settings().ThemeVariant())
+	if r.size.Width > 0 {
+		r.Layout(r.size)
+	}
+	r.text.Refresh()
+}
+
+func (r *elidedRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{r.text} }
+func (r *elidedRenderer) Destroy()                     {}
+
+// elideMiddle writes s in at most n characters: its start and its end,
+// with "…" between.
+func elideMiddle(s string, n int) string {
+	rs := []rune(s)
+	if len(rs) <= n {
+		return s
+	}
+	if n <= 1 {
+		return "…"
+	}
+	head := (n - 1) / 2
+	tail := n - 1 - head
+	return string(rs[:head]) + "…" + string(rs[len(rs)-tail:])
+}
+
+// elideCommand writes a command line (a command and its arguments, joined
+// by [commandLine]) in at most n characters, keeping what names what it
+// runs: the command, then the package (the last part of its first
+// argument that is not a flag: "server-filesystem" of
+// "@modelcontextprotocol/server-filesystem"), then as much of the rest as
+// fits, elided in the middle.
+func elideCommand(command string, args []string) func(string, int) string {
+	return func(full string, n int) string {
+		if utf8.RuneCountInString(full) <= n {
+			return full
+		}
+		pkg := -1
+		for i, a := range args {
+			if !strings.HasPrefix(a, "-") {
+				pkg = i
+				break
+			}
+		}
+		if pkg < 0 {
+			return elideMiddle(full, n)
+		}
+		name := args[pkg]
+		if i := strings.LastIndex(strings.TrimSuffix(name, "/"), "/"); i >= 0 && i < len(name)-1 {
+			name = name[i+1:]
+		}
+		head := shellwords.Join([]string{command}) + " … " + shellwords.Join([]string{name})
+		rest := shellwords.Join(args[pkg+1:])
+		if rest == "" {
+			if utf8.RuneCountInString(head) <= n {
+				return head
+			}
+			return shortName(name, n)
+		}
+		short := head + " " + rest
+		if utf8.RuneCountInString(short) <= n {
+			return short
+		}
+		if room := n - utf8.RuneCountInString(head) - 1; room >= 4 {
+			return head + " " + elideMiddle(rest, room)
+		}
+		return shortName(name, n)
+	}
+}
+
+// shortName writes a command's package name in at most n characters,
+// after "… " that says more came before it.
+func shortName(name string, n int) string {
+	if utf8.RuneCountInString(name)+2 <= n {
+		return "… " + name
+	}
+	return elideMiddle(name, n)
 }

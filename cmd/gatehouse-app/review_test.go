@@ -70,6 +70,6 @@ func TestAcceptChangedToolUnderXvfb(t *testing.T) {
 
 // Where the review's buttons are, in the 1120x720 window.
 const (
-	reviewX, reviewY = 1020, 640
+	reviewX, reviewY = 680, 663
 	acceptX, acceptY = 800, 600
 )

@@ -265,7 +265,7 @@ func TestViewsUnderXvfb(t *testing.T) {
 			r.click(r.id, 420, 470) // the second call in the list
 		}},
 		{view: "export", shot: "export.png", act: func(t *testing.T, r *running) {
-			r.click(r.id, 690, 590) // Export and verify
+			r.click(r.id, 1040, 690) // Export and verify, at the foot of the view
 			deadline := time.Now().Add(60 * time.Second)
 			for {
 				files, _ := os.ReadDir(exportDir)

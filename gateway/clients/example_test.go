@@ -72,7 +72,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	for _, r := range plan.Results {
-		fmt.Printf("%s: governed %v, through server %s\n", r.Name, r.Done, r.Server)
+		fmt.Printf("%s: governed %v, through server %s, moved to the keychain: %v\n", r.Name, r.Done, r.Server, r.Secrets)
 	}
 	governed, _ := os.ReadFile(config)
 	fmt.Print(string(governed))
@@ -83,7 +83,7 @@ func Example() {
 	restored, _ := os.ReadFile(config)
 	fmt.Println("restored exactly:", string(restored) == string(original))
 	// Output:
-	// stripe: governed true, through server stripe
+	// stripe: governed true, through server stripe, moved to the keychain: [STRIPE_SECRET_KEY]
 	// {
 	//   "mcpServers": {
 	//     "stripe": {

@@ -62,6 +62,10 @@ type Result struct {
 	Server  string // the Gatehouse server it runs (governing) or ran (undoing) through
 	Done    bool   // after Apply: governed, or put back
 	Skipped string // why it is left as it is
+	// Secrets names the values governing moves from the entry into the
+	// keychain ("LINEAR_API_KEY", "header Authorization"): names, never
+	// the values.
+	Secrets []string
 	Notes   []string
 	Err     error
 }
@@ -557,6 +561,7 @@ func (n *namer) prepare(sp *spec, f *scannedFile, g *group, src *source, res *Re
 		sl.set(&reg, vault.Ref(id))
 		ep.secrets = append(ep.secrets, secretPut{id, v})
 		ep.masks = append(ep.masks, v)
+		res.Secrets = append(res.Secrets, sl.String())
 		res.note("%s moved to the keychain as %s", sl, id)
 	}
 	if reg.Transport == store.TransportStdio && len(reg.Headers) == 0 {
