@@ -324,12 +324,15 @@ func (c *writerConn) dead() bool {
 }
 
 // send sends the jobs of batch; each is done when its answer comes, or
-// failed with ErrWriterGone when the connection ends first.
+// failed with ErrWriterGone when the connection ends first. When not a
+// byte of batch reached the writer (it had died before: the write fails
+// at once), none of it can be in the log, and the jobs are committed
+// elsewhere (requeue), as when a writer hands back drafts it never read.
 func (c *writerConn) send(batch []*job) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
+	var ids []uint64
 	for _, j := range batch {
 		w, err := toWire(j.d, j.urgent)
 		if err != nil {
@@ -344,12 +347,31 @@ func (c *writerConn) send(batch []*job) {
 		w.ID = c.next
 		c.pending[w.ID] = j
 		c.sent[w.ID] = w.Body
+		ids = append(ids, w.ID)
 		enc.Encode(w)
 	}
-	if buf.Len() > 0 {
-		if _, err := c.nc.Write(buf.Bytes()); err != nil {
-			c.nc.Close() // read fails the pending jobs
+	if buf.Len() == 0 {
+		c.mu.Unlock()
+		return
+	}
+	n, err := c.nc.Write(buf.Bytes())
+	if err == nil {
+		c.mu.Unlock()
+		return
+	}
+	var unsent []*job
+	if n == 0 && c.requeue != nil {
+		for _, id := range ids {
+			unsent = append(unsent, c.pending[id])
+			delete(c.pending, id)
+			delete(c.sent, id)
 		}
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.nc.Close() // read fails the jobs still pending
+	for _, j := range unsent {
+		c.requeue(j)
 	}
 }
 
