@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gowebpki/jcs"
+
 	"github.com/gatehouse-dev/gatehouse/internal/filelock"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 )
@@ -307,7 +309,7 @@ type writerConn struct {
 	mu      sync.Mutex
 	next    uint64                     // guarded by mu
 	pending map[uint64]*job            // guarded by mu
-	sent    map[uint64]json.RawMessage // the bodies sent, by id; guarded by mu
+	sent    map[uint64]json.RawMessage // the bodies sent, canonical, by id; guarded by mu
 	closed  bool                       // guarded by mu
 }
 
@@ -343,10 +345,16 @@ func (c *writerConn) send(batch []*job) {
 			j.fail(ErrWriterGone)
 			continue
 		}
+		// The entry's body will be the canonical form of the one sent.
+		canon, err := jcs.Transform(w.Body)
+		if err != nil {
+			j.fail(err)
+			continue
+		}
 		c.next++
 		w.ID = c.next
 		c.pending[w.ID] = j
-		c.sent[w.ID] = w.Body
+		c.sent[w.ID] = canon
 		ids = append(ids, w.ID)
 		enc.Encode(w)
 	}
@@ -416,8 +424,11 @@ func (c *writerConn) read() {
 			j.fail(fmt.Errorf("the evidence log's writer: %s", a.Err))
 			continue
 		}
-		e, err := entry.Parse(a.Entry)
-		if err == nil && (e.Kind != j.d.kind || !sameJSON(e.Body, body)) {
+		// The writer is this user's own process (checkPeer): its entry is
+		// read as the log stores it, and checked to be the one sent.
+		e := new(entry.Entry)
+		err = json.Unmarshal(a.Entry, e)
+		if err == nil && (e.Kind != j.d.kind || !bytes.Equal(e.Body, body) || e.ID == "" || e.Sig == "") {
 			err = errors.New("the writer's entry is not the one sent")
 		}
 		if err != nil {
@@ -430,16 +441,4 @@ func (c *writerConn) read() {
 			c.onAppend()
 		}
 	}
-}
-
-// sameJSON reports whether a and b hold the same JSON value (the entry's
-// body is in canonical form, the draft's as encoding/json wrote it).
-func sameJSON(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ca, _ := json.Marshal(x)
-	cb, _ := json.Marshal(y)
-	return bytes.Equal(ca, cb)
 }
