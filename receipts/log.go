@@ -71,6 +71,7 @@ type Log struct {
 	commits committer
 	index   indexer
 	hashes  hashCache // the tree hashes appends need (hashReader)
+	checked liveSince // the key of the last append here, and the size after it
 
 	keyMu   sync.Mutex
 	key     ed25519.PrivateKey                 // guarded by keyMu
@@ -344,6 +345,7 @@ func (l *Log) announce(ctx context.Context, key ed25519.PrivateKey, action, prev
 		if err != nil {
 			return err
 		}
+		l.checked.set(nil, 0) // a rotation: the key that signed it may be retired now
 		_, err = tx.ExecContext(ctx, `INSERT INTO keys (key_id, public_key, added_idx) VALUES (?, ?, ?)`, kid, []byte(pub), e.Index)
 		return err
 	})
@@ -485,10 +487,13 @@ func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateK
 		return nil, nil, err
 	}
 	// A key another process retired signs no more entries: an entry after
-	// the rotation signed by the key it retired fails verification.
-	key, err = l.liveKey(ctx, inTx{&l.stmts, tx}, key, n+1)
-	if err != nil {
-		return nil, nil, err
+	// the rotation signed by the key it retired fails verification. A
+	// rotation is an entry: when none came since this process's last
+	// append, with this key, the key is as live as it was then.
+	if !l.checked.still(key, n) {
+		if key, err = l.liveKey(ctx, inTx{&l.stmts, tx}, key, n+1); err != nil {
+			return nil, nil, err
+		}
 	}
 	hr := &hashReader{ctx: ctx, q: tx, tx: tx, stmts: &l.stmts, cache: &l.hashes, seen: map[int64]tlog.Hash{}}
 	prev, err := tlog.TreeHash(n, hr)
@@ -570,7 +575,31 @@ func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateK
 		}
 	}
 	l.hashes.add(hr.seen)
+	l.checked.set(key, n+1)
 	return e, data, nil
+}
+
+// liveSince remembers the key of this process's last append, and the
+// log's size after it: until another entry comes, the key needs no check.
+// Like hashCache, it is reset when a write transaction fails.
+type liveSince struct {
+	mu   sync.Mutex
+	key  ed25519.PrivateKey // guarded by mu
+	size int64              // guarded by mu
+}
+
+// still reports whether key signed the log's last entry, of size entries
+// now, in this process.
+func (c *liveSince) still(key ed25519.PrivateKey, size int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.key != nil && c.size == size && c.key.Equal(key)
+}
+
+func (c *liveSince) set(key ed25519.PrivateKey, size int64) {
+	c.mu.Lock()
+	c.key, c.size = key, size
+	c.mu.Unlock()
 }
 
 func nonNil(b []byte) []byte {
@@ -628,10 +657,12 @@ func (l *Log) inTxOn(ctx context.Context, conn *sql.Conn, f func(tx *sql.Tx) err
 	defer tx.Rollback()
 	if err := f(tx); err != nil {
 		l.hashes.clear() // it may hold hashes of entries rolled back
+		l.checked.set(nil, 0)
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		l.hashes.clear()
+		l.checked.set(nil, 0)
 		return err
 	}
 	return nil

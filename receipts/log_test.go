@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"database/sql"
 	"errors"
 	"testing"
 
@@ -178,6 +179,18 @@ func TestRotate(t *testing.T) {
 	l.AppendReceipt(ctx, sampleReceipt(), nil)
 	if err := l.Rotate(ctx, next); err != nil {
 		t.Fatal(err)
+	}
+	// An append that took the old key just before the rotation (the
+	// committer reads the key before its transaction) is signed with the
+	// new one: the old key signed the log's last entry, the rotation, but
+	// it is retired.
+	var late *entry.Entry
+	err := l.inTx(ctx, func(tx *sql.Tx) (err error) {
+		late, err = l.appendTx(ctx, tx, old, draft{kind: entry.KindReceipt, prefix: "r", body: sampleReceipt()})
+		return err
+	})
+	if err != nil || late.Key != entry.KeyID(next.Public().(ed25519.PublicKey)) {
+		t.Errorf("append with the old key after the rotation: %v, %v; want it signed by the new key", late, err)
 	}
 	r, _ := l.AppendReceipt(ctx, sampleReceipt(), nil)
 	if r.Key != entry.KeyID(next.Public().(ed25519.PublicKey)) {
