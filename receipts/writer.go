@@ -46,7 +46,9 @@ import (
 //   - A writer that dies (kill -9) closes its connections: every draft of
 //     a client still waiting fails ([ErrWriterGone]), and the gate refuses
 //     those calls, closed. They may or may not have been committed; none
-//     of them ran. The next append elects a new writer.
+//     of them ran. The next append elects a new writer. Drafts whose write
+//     to the socket failed before a byte of them went cannot have reached
+//     the writer: they are committed elsewhere, as the next append is.
 //   - The log never forks whoever commits: every append, the writer's or a
 //     process's own, is one IMMEDIATE transaction that reads the log's
 //     size in it (log.go). So a process that cannot reach a writer (the
