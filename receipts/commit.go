@@ -175,18 +175,25 @@ func (c *committer) commit(batch []*job) {
 	ctx := context.Background()
 	key, _ := c.l.signer()
 	err := c.l.inTx(ctx, func(tx *sql.Tx) error {
+		if len(batch) == 1 {
+			// Alone, a job that fails rolls back the transaction: no
+			// savepoint is needed (three statements fewer on a call's path).
+			j := batch[0]
+			j.e, j.data, j.err = c.l.appendTxData(ctx, tx, key, j.d)
+			return j.err
+		}
 		for _, j := range batch {
-			if _, err := tx.ExecContext(ctx, `SAVEPOINT append`); err != nil {
+			if _, err := c.l.stmts.exec(ctx, tx, `SAVEPOINT append`); err != nil {
 				return err
 			}
 			j.e, j.data, j.err = c.l.appendTxData(ctx, tx, key, j.d)
 			if j.err != nil {
 				j.e = nil
-				if _, err := tx.ExecContext(ctx, `ROLLBACK TO append`); err != nil {
+				if _, err := c.l.stmts.exec(ctx, tx, `ROLLBACK TO append`); err != nil {
 					return err
 				}
 			}
-			if _, err := tx.ExecContext(ctx, `RELEASE append`); err != nil {
+			if _, err := c.l.stmts.exec(ctx, tx, `RELEASE append`); err != nil {
 				return err
 			}
 		}
@@ -201,6 +208,9 @@ func (c *committer) commit(batch []*job) {
 	for _, j := range batch {
 		if err != nil && j.err == nil {
 			j.e, j.data, j.err = nil, nil, fmt.Errorf("commit: %w", err)
+		}
+		if j.err != nil {
+			j.e, j.data = nil, nil
 		}
 		close(j.done)
 	}

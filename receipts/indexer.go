@@ -58,6 +58,11 @@ const (
 	// openCatchUp is the most entries [Open] indexes before it returns;
 	// a larger lag is left to the background.
 	openCatchUp = 4 * indexBatch
+	// checkpointEvery is how many entries the background indexer takes
+	// in between checkpoints of the WAL: an entry and its indexes write
+	// about 5 to 10 pages, so the WAL stays under the 1,000 pages at which
+	// a commit would checkpoint it.
+	checkpointEvery = 64
 	// indexDelay is how long the background indexer waits after a commit
 	// before it indexes: the entries of several commits then share a
 	// transaction, and the indexer keeps off the write lock while calls
@@ -74,6 +79,8 @@ type indexer struct {
 	running bool // guarded by mu
 	again   bool // a commit came while it ran; guarded by mu
 	off     bool // no background indexing (tests of the lag); guarded by mu
+
+	sinceCheckpoint int64 // entries indexed since the last checkpoint; the goroutine's own
 }
 
 // kick makes the indexer take in what was committed: it starts the
@@ -93,12 +100,22 @@ func (x *indexer) kick() {
 }
 
 func (x *indexer) run() {
+	ctx := context.Background()
 	for {
 		time.Sleep(indexDelay)
 		x.mu.Lock()
 		x.again = false
 		x.mu.Unlock()
-		_, err := x.l.CatchUpIndex(context.Background())
+		n, err := x.l.CatchUpIndex(ctx)
+		if x.sinceCheckpoint += n; err == nil && x.sinceCheckpoint >= checkpointEvery {
+			// Copy the WAL into the database here, off the calls' path:
+			// else the commit that takes the WAL past SQLite's
+			// autocheckpoint (1,000 pages) does it, and its call waits
+			// for the copy and an fsync of the database. PASSIVE waits
+			// for no reader and no writer.
+			x.sinceCheckpoint = 0
+			x.l.db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+		}
 		x.mu.Lock()
 		if err != nil || !x.again {
 			// On an error (the database closed, a disk full) the next
@@ -135,7 +152,10 @@ func (l *Log) CatchUpIndex(ctx context.Context) (int64, error) {
 		if err != nil {
 			return total, fmt.Errorf("index the log: %w", err)
 		}
-		if n == 0 {
+		if n < indexBatch {
+			// It took in the whole log as it was then: another write
+			// transaction only to find nothing more would hold up the
+			// next receipt for nothing.
 			return total, nil
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,6 +70,8 @@ type Log struct {
 	*Reader
 	commits committer
 	index   indexer
+	hashes  hashCache // the tree hashes appends need (hashReader)
+	checked liveSince // the key of the last append here, and the size after it
 
 	keyMu   sync.Mutex
 	key     ed25519.PrivateKey                 // guarded by keyMu
@@ -342,6 +345,7 @@ func (l *Log) announce(ctx context.Context, key ed25519.PrivateKey, action, prev
 		if err != nil {
 			return err
 		}
+		l.checked.set(nil, 0) // a rotation: the key that signed it may be retired now
 		_, err = tx.ExecContext(ctx, `INSERT INTO keys (key_id, public_key, added_idx) VALUES (?, ?, ?)`, kid, []byte(pub), e.Index)
 		return err
 	})
@@ -469,25 +473,29 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 
 // appendTxData is appendTx, returning the signed entry's bytes too.
 func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, d draft) (*entry.Entry, []byte, error) {
-	var n int64
-	rows, err := l.stmts.query(ctx, tx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`)
+	// The log's size, and the time of its last entry.
+	var n, last int64
+	rows, err := l.stmts.query(ctx, tx, `SELECT idx + 1, time_ns FROM entries ORDER BY idx DESC LIMIT 1`)
 	if err != nil {
 		return nil, nil, err
 	}
 	for rows.Next() {
-		err = rows.Scan(&n)
+		err = rows.Scan(&n, &last)
 	}
 	rows.Close()
 	if err != nil {
 		return nil, nil, err
 	}
 	// A key another process retired signs no more entries: an entry after
-	// the rotation signed by the key it retired fails verification.
-	key, err = l.liveKey(ctx, inTx{&l.stmts, tx}, key, n+1)
-	if err != nil {
-		return nil, nil, err
+	// the rotation signed by the key it retired fails verification. A
+	// rotation is an entry: when none came since this process's last
+	// append, with this key, the key is as live as it was then.
+	if !l.checked.still(key, n) {
+		if key, err = l.liveKey(ctx, inTx{&l.stmts, tx}, key, n+1); err != nil {
+			return nil, nil, err
+		}
 	}
-	hr := hashReader{ctx: ctx, q: tx, tx: tx, stmts: &l.stmts}
+	hr := &hashReader{ctx: ctx, q: tx, tx: tx, stmts: &l.stmts, cache: &l.hashes, seen: map[int64]tlog.Hash{}}
 	prev, err := tlog.TreeHash(n, hr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tree hash at %d: %w", n, err)
@@ -512,6 +520,14 @@ func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateK
 	base := tlog.StoredHashIndex(0, n)
 	for i, h := range hashes {
 		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO log_hashes (idx, hash) VALUES (?, ?)`, base+int64(i), h[:]); err != nil {
+			return nil, nil, err
+		}
+		hr.seen[base+int64(i)] = h
+	}
+	if n > 0 && now.UnixNano() < last {
+		// The wall clock stepped back: entries' times no longer follow
+		// their order, which search's time ranges rely on (search.go).
+		if _, err := l.stmts.exec(ctx, tx, `INSERT OR IGNORE INTO search_meta (key, value) VALUES ('unordered_times', 1)`); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -558,7 +574,32 @@ func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateK
 			return nil, nil, fmt.Errorf("index entry %d: %w", e.Index, err)
 		}
 	}
+	l.hashes.add(hr.seen)
+	l.checked.set(key, n+1)
 	return e, data, nil
+}
+
+// liveSince remembers the key of this process's last append, and the
+// log's size after it: until another entry comes, the key needs no check.
+// Like hashCache, it is reset when a write transaction fails.
+type liveSince struct {
+	mu   sync.Mutex
+	key  ed25519.PrivateKey // guarded by mu
+	size int64              // guarded by mu
+}
+
+// still reports whether key signed the log's last entry, of size entries
+// now, in this process.
+func (c *liveSince) still(key ed25519.PrivateKey, size int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.key != nil && c.size == size && c.key.Equal(key)
+}
+
+func (c *liveSince) set(key ed25519.PrivateKey, size int64) {
+	c.mu.Lock()
+	c.key, c.size = key, size
+	c.mu.Unlock()
 }
 
 func nonNil(b []byte) []byte {
@@ -615,9 +656,16 @@ func (l *Log) inTxOn(ctx context.Context, conn *sql.Conn, f func(tx *sql.Tx) err
 	}
 	defer tx.Rollback()
 	if err := f(tx); err != nil {
+		l.hashes.clear() // it may hold hashes of entries rolled back
+		l.checked.set(nil, 0)
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		l.hashes.clear()
+		l.checked.set(nil, 0)
+		return err
+	}
+	return nil
 }
 
 // querier is a *sql.DB or a *sql.Tx.
@@ -627,24 +675,87 @@ type querier interface {
 }
 
 // hashReader reads the tree's stored hashes for tlog: in tx with cached
-// statements when stmts is set, else with q.
+// statements when stmts is set, else with q. With cache set, it reads
+// those it can from the cache, and notes in seen (not nil then) every hash
+// it read: an append adds them to the cache once it has its place.
 type hashReader struct {
 	ctx   context.Context
 	q     querier
 	tx    *sql.Tx
 	stmts *stmts
+	cache *hashCache
+	seen  map[int64]tlog.Hash
 }
 
-func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+// hashCache keeps the tree hashes an append needs (those of the complete
+// subtrees before the log's end, about log2 of its size): reading them
+// took a query per append. A stored hash never changes once its entry is
+// committed, whoever committed it; what a transaction that did not commit
+// read or wrote is not: the cache is cleared when a write transaction of
+// the log fails (inTxOn), and an append adds what it saw only once it
+// succeeded.
+type hashCache struct {
+	mu sync.Mutex
+	m  map[int64]tlog.Hash // guarded by mu
+}
+
+// maxCachedHashes bounds the cache: past it, it starts again.
+const maxCachedHashes = 1 << 12
+
+func (c *hashCache) get(idx int64) (tlog.Hash, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.m[idx]
+	return h, ok
+}
+
+func (c *hashCache) add(seen map[int64]tlog.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m)+len(seen) > maxCachedHashes {
+		c.m = make(map[int64]tlog.Hash, len(seen))
+	}
+	for idx, h := range seen {
+		c.m[idx] = h
+	}
+}
+
+func (c *hashCache) clear() {
+	c.mu.Lock()
+	c.m = nil
+	c.mu.Unlock()
+}
+
+func (r *hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
 	if len(indexes) == 0 {
 		return out, nil
 	}
+	var missing []int64
+	if r.seen != nil {
+		for i, idx := range indexes {
+			h, ok := r.seen[idx]
+			if !ok {
+				h, ok = r.cache.get(idx)
+			}
+			if !ok {
+				missing = append(missing, idx)
+				continue
+			}
+			out[i] = h
+			r.seen[idx] = h
+		}
+		if len(missing) == 0 {
+			return out, nil
+		}
+	} else {
+		missing = indexes
+	}
 	// One query for all of them: a tree hash needs about log2(size).
 	var q strings.Builder
 	q.WriteString(`SELECT idx, hash FROM log_hashes WHERE idx IN (`)
-	args := make([]any, len(indexes))
-	for i, idx := range indexes {
+	args := make([]any, len(missing))
+	for i, idx := range missing {
 		if i > 0 {
 			q.WriteByte(',')
 		}
@@ -663,7 +774,7 @@ func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		return nil, fmt.Errorf("read tree hashes: %w", err)
 	}
 	defer rows.Close()
-	found := make(map[int64][]byte, len(indexes))
+	found := make(map[int64][]byte, len(missing))
 	for rows.Next() {
 		var idx int64
 		var b []byte
@@ -676,6 +787,9 @@ func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		return nil, fmt.Errorf("read tree hashes: %w", err)
 	}
 	for i, idx := range indexes {
+		if r.seen != nil && !slices.Contains(missing, idx) {
+			continue // out[i] is set
+		}
 		b, ok := found[idx]
 		if !ok {
 			return nil, fmt.Errorf("read tree hash %d: %w", idx, sql.ErrNoRows)
@@ -684,6 +798,9 @@ func (r hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 			return nil, fmt.Errorf("read tree hash %d: %d bytes", idx, len(b))
 		}
 		copy(out[i][:], b)
+		if r.seen != nil {
+			r.seen[idx] = out[i]
+		}
 	}
 	return out, nil
 }

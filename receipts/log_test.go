@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"database/sql"
 	"errors"
 	"testing"
 
@@ -179,6 +180,18 @@ func TestRotate(t *testing.T) {
 	if err := l.Rotate(ctx, next); err != nil {
 		t.Fatal(err)
 	}
+	// An append that took the old key just before the rotation (the
+	// committer reads the key before its transaction) is signed with the
+	// new one: the old key signed the log's last entry, the rotation, but
+	// it is retired.
+	var late *entry.Entry
+	err := l.inTx(ctx, func(tx *sql.Tx) (err error) {
+		late, err = l.appendTx(ctx, tx, old, draft{kind: entry.KindReceipt, prefix: "r", body: sampleReceipt()})
+		return err
+	})
+	if err != nil || late.Key != entry.KeyID(next.Public().(ed25519.PublicKey)) {
+		t.Errorf("append with the old key after the rotation: %v, %v; want it signed by the new key", late, err)
+	}
 	r, _ := l.AppendReceipt(ctx, sampleReceipt(), nil)
 	if r.Key != entry.KeyID(next.Public().(ed25519.PublicKey)) {
 		t.Errorf("after rotation entries are signed by %s", r.Key)
@@ -296,5 +309,51 @@ func TestOpenRefusesForeignKeys(t *testing.T) {
 	keys, err := l.Keys(ctx)
 	if err != nil || len(keys) != 3 {
 		t.Errorf("keys after adopting = %+v, %v; want 3", keys, err)
+	}
+}
+
+// An append that fails, alone or in a batch, leaves nothing of itself: the
+// appends after it, here or in another process, take its place, and every
+// entry's prev is the tree of the entries stored before it (appends keep
+// the tree hashes they need in memory; those of an append rolled back must
+// not be among them).
+func TestFailedAppendLeavesTreeWhole(t *testing.T) {
+	ctx := context.Background()
+	key := newKey(t)
+	l, st := MustOpen(t, key)
+	other, err := Open(ctx, st, key) // another process's log
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.AppendReceipt(ctx, sampleReceipt(), []byte(`{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown := draft{kind: entry.KindOutcome, prefix: "o", body: entry.Outcome{Receipt: "r-nope", Status: entry.Failed},
+		index: columns{status: entry.Failed, receipt: "r-nope"}}
+	receipt := draft{kind: entry.KindReceipt, prefix: "r", body: sampleReceipt(), index: columns{server: "files"}}
+	for _, batch := range [][]draft{{unknown}, {receipt, unknown, receipt}, {unknown, receipt}, {receipt, unknown}, {receipt}} {
+		var jobs []*job
+		for _, d := range batch {
+			jobs = append(jobs, &job{d: d, urgent: true, done: make(chan struct{})})
+		}
+		l.commits.commit(jobs)
+		for i, j := range jobs {
+			if failed := batch[i].kind == entry.KindOutcome; failed != (j.err != nil) || failed != (j.e == nil) {
+				t.Fatalf("job %d of %d: %v, %v", i, len(batch), j.e, j.err)
+			}
+		}
+		// The other process appends in the place of the one that failed.
+		if _, err := other.AppendReceipt(ctx, sampleReceipt(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 8 {
+		if _, err := l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := verifyLog(t, l); n != 2+2+1+1+1+5+8 {
+		t.Errorf("size %d, want 20", n)
 	}
 }

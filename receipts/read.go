@@ -37,7 +37,7 @@ func (l *Reader) Tree(ctx context.Context) (entry.Checkpoint, error) {
 			return c, fmt.Errorf("read the tree: %w", err)
 		}
 	}
-	if c.Hash, err = tlog.TreeHash(c.Size, hashReader{ctx: ctx, q: tx}); err != nil {
+	if c.Hash, err = tlog.TreeHash(c.Size, &hashReader{ctx: ctx, q: tx}); err != nil {
 		return c, fmt.Errorf("read the tree: %w", err)
 	}
 	return c, nil
@@ -64,7 +64,7 @@ func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) 
 
 // ProveInclusion proves that entry index is in the tree of the given size.
 func (l *Reader) ProveInclusion(ctx context.Context, index, size int64) (tlog.RecordProof, error) {
-	p, err := tlog.ProveRecord(size, index, hashReader{ctx: ctx, q: l.db})
+	p, err := tlog.ProveRecord(size, index, &hashReader{ctx: ctx, q: l.db})
 	if err != nil {
 		return nil, fmt.Errorf("prove entry %d in %d: %w", index, size, err)
 	}
@@ -74,7 +74,7 @@ func (l *Reader) ProveInclusion(ctx context.Context, index, size int64) (tlog.Re
 // ProveConsistency proves that the tree of size oldSize is a prefix of the
 // tree of size newSize.
 func (l *Reader) ProveConsistency(ctx context.Context, oldSize, newSize int64) (tlog.TreeProof, error) {
-	p, err := tlog.ProveTree(newSize, oldSize, hashReader{ctx: ctx, q: l.db})
+	p, err := tlog.ProveTree(newSize, oldSize, &hashReader{ctx: ctx, q: l.db})
 	if err != nil {
 		return nil, fmt.Errorf("prove %d consistent with %d: %w", oldSize, newSize, err)
 	}
@@ -83,7 +83,7 @@ func (l *Reader) ProveConsistency(ctx context.Context, oldSize, newSize int64) (
 
 // TreeHash returns the tree hash of the log's first size entries.
 func (l *Reader) TreeHash(ctx context.Context, size int64) (tlog.Hash, error) {
-	return tlog.TreeHash(size, hashReader{ctx: ctx, q: l.db})
+	return tlog.TreeHash(size, &hashReader{ctx: ctx, q: l.db})
 }
 
 // A Stored entry is an entry as the log holds it: its signed bytes, and its

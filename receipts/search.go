@@ -127,9 +127,9 @@ const searchMigration = `
 
 // columnsTx fills in the searchable columns of a new entry, inside the
 // transaction that appends it (a hook in appendTx): an outcome takes its
-// receipt's, a pin event its server and tool; and it records a step back
-// of the wall clock. The full-text index takes the entry in later
-// (indexer.go). Its statements are prepared once (l.stmts).
+// receipt's, a pin event its server and tool. (The append itself records
+// a step back of the wall clock.) The full-text index takes the entry in
+// later (indexer.go). Its statements are prepared once (l.stmts).
 func (l *Log) columnsTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c columns) error {
 	switch e.Kind {
 	case entry.KindOutcome:
@@ -144,11 +144,6 @@ func (l *Log) columnsTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c colum
 				return fmt.Errorf("index entry %d: %w", e.Index, err)
 			}
 		}
-	}
-	if _, err := l.stmts.exec(ctx, tx, `INSERT OR IGNORE INTO search_meta (key, value)
-		SELECT 'unordered_times', 1 FROM entries AS c, entries AS p
-		WHERE c.idx = ? AND p.idx = c.idx - 1 AND p.time_ns > c.time_ns`, e.Index); err != nil {
-		return fmt.Errorf("index entry %d: %w", e.Index, err)
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gowebpki/jcs"
+
 	"github.com/gatehouse-dev/gatehouse/internal/filelock"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 )
@@ -44,7 +46,9 @@ import (
 //   - A writer that dies (kill -9) closes its connections: every draft of
 //     a client still waiting fails ([ErrWriterGone]), and the gate refuses
 //     those calls, closed. They may or may not have been committed; none
-//     of them ran. The next append elects a new writer.
+//     of them ran. The next append elects a new writer. Drafts whose write
+//     to the socket failed before a byte of them went cannot have reached
+//     the writer: they are committed elsewhere, as the next append is.
 //   - The log never forks whoever commits: every append, the writer's or a
 //     process's own, is one IMMEDIATE transaction that reads the log's
 //     size in it (log.go). So a process that cannot reach a writer (the
@@ -307,7 +311,7 @@ type writerConn struct {
 	mu      sync.Mutex
 	next    uint64                     // guarded by mu
 	pending map[uint64]*job            // guarded by mu
-	sent    map[uint64]json.RawMessage // the bodies sent, by id; guarded by mu
+	sent    map[uint64]json.RawMessage // the bodies sent, canonical, by id; guarded by mu
 	closed  bool                       // guarded by mu
 }
 
@@ -324,12 +328,15 @@ func (c *writerConn) dead() bool {
 }
 
 // send sends the jobs of batch; each is done when its answer comes, or
-// failed with ErrWriterGone when the connection ends first.
+// failed with ErrWriterGone when the connection ends first. When not a
+// byte of batch reached the writer (it had died before: the write fails
+// at once), none of it can be in the log, and the jobs are committed
+// elsewhere (requeue), as when a writer hands back drafts it never read.
 func (c *writerConn) send(batch []*job) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
+	var ids []uint64
 	for _, j := range batch {
 		w, err := toWire(j.d, j.urgent)
 		if err != nil {
@@ -340,16 +347,41 @@ func (c *writerConn) send(batch []*job) {
 			j.fail(ErrWriterGone)
 			continue
 		}
+		// The entry's body will be the canonical form of the one sent.
+		canon, err := jcs.Transform(w.Body)
+		if err != nil {
+			j.fail(err)
+			continue
+		}
 		c.next++
 		w.ID = c.next
 		c.pending[w.ID] = j
-		c.sent[w.ID] = w.Body
+		c.sent[w.ID] = canon
+		ids = append(ids, w.ID)
 		enc.Encode(w)
 	}
-	if buf.Len() > 0 {
-		if _, err := c.nc.Write(buf.Bytes()); err != nil {
-			c.nc.Close() // read fails the pending jobs
+	if buf.Len() == 0 {
+		c.mu.Unlock()
+		return
+	}
+	n, err := c.nc.Write(buf.Bytes())
+	if err == nil {
+		c.mu.Unlock()
+		return
+	}
+	var unsent []*job
+	if n == 0 && c.requeue != nil {
+		for _, id := range ids {
+			unsent = append(unsent, c.pending[id])
+			delete(c.pending, id)
+			delete(c.sent, id)
 		}
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.nc.Close() // read fails the jobs still pending
+	for _, j := range unsent {
+		c.requeue(j)
 	}
 }
 
@@ -394,8 +426,11 @@ func (c *writerConn) read() {
 			j.fail(fmt.Errorf("the evidence log's writer: %s", a.Err))
 			continue
 		}
-		e, err := entry.Parse(a.Entry)
-		if err == nil && (e.Kind != j.d.kind || !sameJSON(e.Body, body)) {
+		// The writer is this user's own process (checkPeer): its entry is
+		// read as the log stores it, and checked to be the one sent.
+		e := new(entry.Entry)
+		err = json.Unmarshal(a.Entry, e)
+		if err == nil && (e.Kind != j.d.kind || !bytes.Equal(e.Body, body) || e.ID == "" || e.Sig == "") {
 			err = errors.New("the writer's entry is not the one sent")
 		}
 		if err != nil {
@@ -408,16 +443,4 @@ func (c *writerConn) read() {
 			c.onAppend()
 		}
 	}
-}
-
-// sameJSON reports whether a and b hold the same JSON value (the entry's
-// body is in canonical form, the draft's as encoding/json wrote it).
-func sameJSON(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ca, _ := json.Marshal(x)
-	cb, _ := json.Marshal(y)
-	return bytes.Equal(ca, cb)
 }

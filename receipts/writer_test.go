@@ -4,6 +4,7 @@ package receipts
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -106,5 +107,44 @@ func TestWriterGoneFailsPending(t *testing.T) {
 	<-j2.done
 	if !errors.Is(j2.err, ErrWriterGone) {
 		t.Errorf("append on a dead connection = %v, want ErrWriterGone", j2.err)
+	}
+}
+
+// A client takes the writer's answer only for the entry it sent: an entry
+// with another body fails the append (its call does not run).
+func TestWriterAnswerChecked(t *testing.T) {
+	key := newKey(t)
+	for _, tc := range []struct {
+		name string
+		body string // the body of the entry the writer answers with
+		ok   bool
+	}{
+		{"same body, canonical", `{"decision":"ALLOW","server":"files"}`, true},
+		{"another body", `{"decision":"ALLOW","server":"mail"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := net.Pipe()
+			c := newWriterConn(a, nil, nil)
+			defer a.Close()
+			go func() {
+				line, _ := bufio.NewReader(b).ReadBytes('\n')
+				var w wireDraft
+				json.Unmarshal(line, &w)
+				e := &entry.Entry{Log: "l", Index: 1, ID: "r-1", Kind: entry.KindReceipt, Time: "2025-06-30T12:00:00Z",
+					Prev: entry.FormatTreeHash(entry.EmptyTreeHash), Body: json.RawMessage(tc.body)}
+				data, _ := entry.Sign(e, key)
+				json.NewEncoder(b).Encode(wireAnswer{ID: w.ID, Entry: data})
+			}()
+			// Sent as encoding/json writes it: members in the struct's order.
+			j := &job{d: draft{kind: entry.KindReceipt, prefix: "r", body: struct {
+				Server   string `json:"server"`
+				Decision string `json:"decision"`
+			}{"files", "ALLOW"}}, urgent: true, done: make(chan struct{})}
+			c.send([]*job{j})
+			<-j.done
+			if ok := j.err == nil && j.e != nil && j.e.ID == "r-1"; ok != tc.ok {
+				t.Errorf("append answered with body %s: %v, %v; want ok %v", tc.body, j.e, j.err, tc.ok)
+			}
+		})
 	}
 }

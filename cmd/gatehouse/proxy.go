@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -199,24 +200,40 @@ func expandClient(srv store.Server, cmd *gateway.Command, remote *gateway.Remote
 
 // cpuProfile starts a CPU profile of this process when
 // $GATEHOUSE_CPUPROFILE names a file (the process id is added to the name,
-// as a client may start many proxies), and returns the function that ends
-// it; nil when there is none. For measuring (docs/performance.md).
+// as a client may start many proxies), and a profile of where its
+// goroutines wait (channels, locks) in FILE.block.PID when
+// $GATEHOUSE_BLOCKPROFILE names one; it returns the function that ends
+// them, nil when there is none. For measuring (docs/performance.md).
 func cpuProfile() (stop func()) {
-	path := os.Getenv("GATEHOUSE_CPUPROFILE")
-	if path == "" {
-		return nil
+	var stops []func()
+	if path := os.Getenv("GATEHOUSE_CPUPROFILE"); path != "" {
+		if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil {
+			if err := pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+			} else {
+				stops = append(stops, func() {
+					pprof.StopCPUProfile()
+					f.Close()
+				})
+			}
+		}
 	}
-	f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid()))
-	if err != nil {
-		return nil
+	if path := os.Getenv("GATEHOUSE_BLOCKPROFILE"); path != "" {
+		runtime.SetBlockProfileRate(1)
+		stops = append(stops, func() {
+			if f, err := os.Create(fmt.Sprintf("%s.block.%d", path, os.Getpid())); err == nil {
+				pprof.Lookup("block").WriteTo(f, 0)
+				f.Close()
+			}
+		})
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+	if len(stops) == 0 {
 		return nil
 	}
 	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
+		for _, s := range stops {
+			s()
+		}
 	}
 }
 
@@ -338,6 +355,10 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 	if err != nil {
 		return nil, nil, err
 	}
+	quarantined, err := st.QuarantineCheck(ctx, srv.Name)
+	if err != nil {
+		return nil, nil, err
+	}
 	// The home's proxies commit their receipts together.
 	stop := l.ShareCommits()
 	socket := approval.SocketPath(st.Dir())
@@ -347,15 +368,12 @@ func (c *cli) newGate(ctx context.Context, st *store.Store, srv store.Server, lo
 		Trusted:     srv.Trusted,
 		Pack:        policy.PackByRef(srv.Pack),
 		Confinement: c.confinement,
-		Quarantined: func(ctx context.Context) (bool, error) {
-			s, err := st.Server(ctx, srv.Name)
-			return s.Quarantined, err
-		},
-		LocalFiles: srv.Transport == store.TransportStdio,
-		Home:       st.Dir(),
-		Log:        l,
-		Policies:   policies,
-		Pins:       st,
+		Quarantined: quarantined,
+		LocalFiles:  srv.Transport == store.TransportStdio,
+		Home:        st.Dir(),
+		Log:         l,
+		Policies:    policies,
+		Pins:        st,
 		Ask: func(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error) {
 			return approval.Ask(ctx, socket, req, wait, progress)
 		},

@@ -406,3 +406,27 @@ func nonNilMap(m map[string]string) map[string]string {
 	}
 	return m
 }
+
+// QuarantineCheck returns a function that reads whether server name still
+// awaits the user's review, with its statement prepared once: a proxy asks
+// at every call (a review made elsewhere applies at once), and reading the
+// whole server with a statement parsed each time cost about 0.1 ms of CPU
+// a call. The function fails with an error wrapping [ErrNotFound] once the
+// server is removed.
+func (st *Store) QuarantineCheck(ctx context.Context, name string) (func(context.Context) (bool, error), error) {
+	q, err := st.db.PrepareContext(ctx, `SELECT quarantined FROM servers WHERE name = ?`)
+	if err != nil {
+		return nil, fmt.Errorf("read server %s: %w", name, err)
+	}
+	return func(ctx context.Context) (bool, error) {
+		var quarantined bool
+		err := q.QueryRowContext(ctx, name).Scan(&quarantined)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, fmt.Errorf("server %s: %w", name, ErrNotFound)
+		}
+		if err != nil {
+			return false, fmt.Errorf("read server %s: %w", name, err)
+		}
+		return quarantined, nil
+	}, nil
+}

@@ -148,6 +148,11 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	// database/sql keeps 2 idle connections by default and closes the
+	// rest: a proxy that commits, indexes and reads at once opened a
+	// connection (its pragmas) and prepared its statements again, again
+	// and again (a tenth of the CPU of the home's writer under load).
+	db.SetMaxIdleConns(maxIdleConns)
 	s := &Store{dir: dir, db: db}
 	// Several processes opening a new home folder at once race to switch it
 	// to WAL and to create the schema; the loser of the journal-mode switch
@@ -189,6 +194,9 @@ func isBusy(err error) bool {
 	}
 	return false
 }
+
+// maxIdleConns is how many open connections a Store keeps when idle.
+const maxIdleConns = 8
 
 // dsn builds the connection string. Pragmas go in the DSN because
 // database/sql pools connections and an Exec'd pragma reaches only one;

@@ -185,6 +185,16 @@ func canonical(t *testing.T, data []byte) []byte {
 
 func canonicalize(data []byte) ([]byte, error) { return jcs.Transform(data) }
 
+// transformed is the signed entry e by RFC 8785's general algorithm: the
+// whole entry as encoding/json writes it, transformed.
+func transformed(e *Entry) ([]byte, error) {
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	return jcs.Transform(raw)
+}
+
 func TestCheckpoint(t *testing.T) {
 	h := sha256.Sum256([]byte("tree"))
 	c := Checkpoint{Log: "testlog", Size: 42, Hash: h}
@@ -303,11 +313,17 @@ func FuzzSignParse(f *testing.F) {
 	f.Add("testlog", "r-abc", int64(3), "receipt", []byte(`{"server":"files"}`), "2025-06-30T12:00:00Z")
 	f.Add("l", "e-1", int64(0), "erasure", []byte(`{"reason":"é \u2028 <>&"}`), "2025-06-30T12:00:00.5+02:00")
 	f.Add("l", "k-1", int64(1<<53), "key", []byte(`{"n":1e21,"m":-0}`), "2025-06-30T12:00:00Z")
+	f.Add("l\x00\x1f\"\\\b\t\n\f\r\x7f", "r-\xff\xfeé\u2028", int64(7), "outcome", []byte(` { "b" : "\u003c" , "a":[1.50, 2e-7] } `), "\xe2\x80")
+	f.Add("l", "r-1", int64(2), "receipt", []byte(nil), "t")
 	f.Fuzz(func(t *testing.T, log, id string, index int64, kind string, body []byte, when string) {
 		e := &Entry{Log: log, Index: index, ID: id, Kind: Kind(kind), Time: when, Prev: FormatTreeHash(EmptyTreeHash), Body: body}
 		data, err := Sign(e, testKey)
 		if err != nil {
 			return // not JSON, or not representable
+		}
+		// Sign writes what RFC 8785 makes of the whole entry.
+		if want, err := transformed(e); err != nil || !bytes.Equal(data, want) {
+			t.Fatalf("Sign(e) =\n%s\nwant the canonical form of the entry (%v)\n%s", data, err, want)
 		}
 		got, err := Parse(data)
 		if err != nil {
@@ -382,4 +398,27 @@ func TestNotKeptMembers(t *testing.T) {
 	if got, want := nk.String(), "not kept: 70000 bytes, over the log's cap of 65536 bytes"; got != want {
 		t.Errorf("NotKept.String() = %q, want %q", got, want)
 	}
+}
+
+// BenchmarkSign signs a receipt entry; "transform" is the same entry by
+// RFC 8785's general algorithm, as Sign did before.
+func BenchmarkSign(b *testing.B) {
+	e, _ := sample(b)
+	b.Run("sign", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Sign(e, testKey); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("transform", func(b *testing.B) {
+		for b.Loop() {
+			e.Sig = ""
+			unsigned, _ := transformed(e)
+			ed25519.Sign(testKey, append([]byte(SigningPrefix), unsigned...))
+			if _, err := transformed(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
