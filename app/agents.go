@@ -295,7 +295,7 @@ func (p *agentsPage) clientCard(c clients.Client) fyne.CanvasObject {
 // review.
 func entryRow(e clients.Entry, held int) fyne.CanvasObject {
 	c := newChip()
-	c.set(stateLook(e.State))
+	c.set(stateLook(e))
 	target := e.Target
 	if e.State == clients.Governed && e.Server != "" {
 		target = "through Gatehouse server " + e.Server
@@ -316,8 +316,8 @@ func entryRow(e clients.Entry, held int) fyne.CanvasObject {
 }
 
 // stateLook returns the words and colour of an entry's state.
-func stateLook(s clients.State) (string, color.Color) {
-	switch s {
+func stateLook(e clients.Entry) (string, color.Color) {
+	switch e.State {
 	case clients.Governed:
 		return "Protected", colorAllowed
 	case clients.NotGoverned:
@@ -330,6 +330,13 @@ func stateLook(s clients.State) (string, color.Color) {
 		return "Extension", colorNeutral
 	case clients.Shadowed:
 		return "Shadowed", colorNeutral
+	case clients.Overridden:
+		return "Off by your organisation", colorNeutral
+	case clients.Forbidden:
+		if e.Open() {
+			return "Not protected", colorDenied
+		}
+		return "Refused by your organisation", colorNeutral
 	}
 	return "Not supported", colorNeutral
 }

@@ -39,6 +39,6 @@ func TestAgentsManagedNotice(t *testing.T) {
 		t.Fatalf("no scan within 20s:\n%s", h.screen())
 	}
 	view := objectText(p.content)
-	assertShows(t, view, "Managed configuration", "managed-mcp.json is in force", "Claude Code runs only the servers of")
-	assertHides(t, view, "Protected", "Not protected")
+	assertShows(t, view, "Managed configuration", "managed-mcp.json is in force", "Claude Code runs only the servers of", "Off by your organisation")
+	assertHides(t, view, "Protected", "Not protected", "Not supported")
 }
