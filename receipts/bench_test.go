@@ -190,6 +190,7 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
 	}
 	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.95), "p95-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 }
 

@@ -81,6 +81,10 @@ type Log struct {
 	// cursor, and appends index their entry as they did then (tests write
 	// such logs).
 	inlineIndex bool
+	// programColumn: the log is at a schema step with the entries'
+	// program column (programStep); tests and benchmarks write logs of
+	// earlier steps.
+	programColumn bool
 
 	home string // the home folder; "" for a database opened alone
 
@@ -224,7 +228,7 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, s
 		return nil, err
 	}
 	l := &Log{Reader: r, key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey)),
-		inlineIndex: len(steps) < indexerStep}
+		inlineIndex: len(steps) < indexerStep, programColumn: len(steps) >= programStep}
 	if h, ok := m.(interface{ Dir() string }); ok {
 		l.writes = filelock.New(filepath.Join(h.Dir(), writeLockFile))
 		l.home = h.Dir()
@@ -748,4 +752,7 @@ var migrations = []string{
 	cosignMigration,
 	// 7: the full-text index follows the log, from a cursor (indexer.go).
 	indexerMigration,
+	// 8: the program, trace and step a call was made for are searchable
+	// (search.go).
+	programMigration,
 }
