@@ -132,7 +132,7 @@ const searchMigration = `
 // governed program's step (its body's program) and that receipt's outcome
 // are found by the program's name, the run's trace id and the step's name.
 // The entries get a column, program, that holds the three on lines of
-// their own ([programText]; ” for an agent's own call), and search_source
+// their own ([programText]; empty for an agent's own call), and search_source
 // puts it before the payloads' text. An entry without a program reads as
 // before, so the index keeps its rows; the rows of the entries with one
 // are taken out of the index with the text they were indexed with, and put
