@@ -230,7 +230,7 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, s
 	l := &Log{Reader: r, key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey)),
 		inlineIndex: len(steps) < indexerStep, programColumn: len(steps) >= programStep}
 	if h, ok := m.(interface{ Dir() string }); ok {
-		l.writes = filelock.New(filepath.Join(h.Dir(), writeLockFile))
+		l.writes = filelock.New(filepath.Join(h.Dir(), WriteLockFile))
 		l.home = h.Dir()
 	}
 	l.commits = committer{l: l, wake: make(chan struct{}, 1)}
@@ -572,13 +572,14 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// writeLockFile is the file of the home folder whose lock the log's write
-// transactions take, and writeLockWait bounds the wait for it: longer than
-// a holder keeps it, since its own wait for SQLite is bounded by the
-// store's busy timeout (10 s).
+// WriteLockFile is the file of the home folder whose lock the log's write
+// transactions take (inTx), and WriteLockWait bounds the wait for it:
+// longer than a holder keeps it, since its own wait for SQLite is bounded
+// by the store's busy timeout (10 s). Other writers of the home's database
+// that write as often as calls come (a program's trace) queue on it too.
 const (
-	writeLockFile = "writes.lock"
-	writeLockWait = 15 * time.Second
+	WriteLockFile = "writes.lock"
+	WriteLockWait = 15 * time.Second
 )
 
 // inTx runs f in one IMMEDIATE transaction (the store opens the database with
@@ -599,7 +600,7 @@ func (l *Log) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 // is nil.
 func (l *Log) inTxOn(ctx context.Context, conn *sql.Conn, f func(tx *sql.Tx) error) error {
 	if l.writes != nil {
-		lctx, cancel := context.WithTimeout(ctx, writeLockWait)
+		lctx, cancel := context.WithTimeout(ctx, WriteLockWait)
 		unlock, err := l.writes.Lock(lctx)
 		cancel()
 		if err != nil {

@@ -178,7 +178,7 @@ type outcome struct {
 // effects runs a step's outside part: live, or from a trace (replay).
 type effects interface {
 	external(ctx context.Context, p *Program, t *Trace, seq int, s Step, input json.RawMessage) outcome
-	record(ctx context.Context, t *Trace, rec StepRecord) error
+	record(ctx context.Context, t *Trace, rec StepRecord, sync bool) error
 	state(ctx context.Context, t *Trace) error
 }
 
@@ -303,7 +303,10 @@ func (r *Runner) execute(ctx context.Context, p *Program, t *Trace, fx effects) 
 			t.Status, t.Error = StatusStalled, fmt.Sprintf("%d steps made no progress, over the budget (max_stalled %d); the last, %s: %s", t.Stalled, maxStalled, s.Name, o.message)
 		}
 		t.Steps = append(t.Steps, rec)
-		if err := fx.record(context.WithoutCancel(ctx), t, rec); err != nil {
+		// The record must be durable before the next step has an effect:
+		// a tool step's receipt, flushed before its call, flushes it too.
+		sync := t.Status != StatusRunning || t.Position >= len(p.Steps) || p.Steps[t.Position].Kind != KindTool
+		if err := fx.record(context.WithoutCancel(ctx), t, rec, sync); err != nil {
 			return err
 		}
 		if t.Status != StatusRunning {
@@ -456,8 +459,8 @@ type live struct {
 	ro RunOptions
 }
 
-func (l *live) record(ctx context.Context, t *Trace, rec StepRecord) error {
-	return l.r.store.appendStep(ctx, t, rec)
+func (l *live) record(ctx context.Context, t *Trace, rec StepRecord, sync bool) error {
+	return l.r.store.appendStep(ctx, t, rec, sync)
 }
 
 func (l *live) state(ctx context.Context, t *Trace) error { return l.r.store.setState(ctx, t) }
