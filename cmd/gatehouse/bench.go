@@ -12,8 +12,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/bench"
 	"github.com/gatehouse-dev/gatehouse/gateway/downstream"
-	"github.com/gatehouse-dev/gatehouse/gateway/programs"
 	"github.com/gatehouse-dev/gatehouse/gateway/policy"
+	"github.com/gatehouse-dev/gatehouse/gateway/programs"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 

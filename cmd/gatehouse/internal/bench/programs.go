@@ -114,7 +114,7 @@ type Replay struct {
 	Traces      int           `json:"traces"`
 	Steps       int           `json:"steps"`
 	StepsPerSec float64       `json:"steps_per_second"`
-	P50         time.Duration `json:"p50_ns"` // one trace's replay
+	P50         time.Duration `json:"p50_ns"`   // one trace's replay
 	Matched     bool          `json:"matched"`  // every replay made the same transitions
 	Receipts    int           `json:"receipts"` // steps whose record names their receipt
 }
