@@ -64,25 +64,12 @@ func planBody(r approval.Request, stories []callStory) fyne.CanvasObject {
 	p := r.Plan
 	var sections []fyne.CanvasObject
 
-	what := []fyne.CanvasObject{heading("What will happen"),
-		textBlock(fmt.Sprintf("Run the program %s: its %s, in the order below. Approving lets each step run as shown, each still a governed call with its own receipt.",
-			plainLine(p.Program), plural(len(p.Steps), "step", "steps")), widget.RichTextStyle{})}
+	steps := []fyne.CanvasObject{heading(fmt.Sprintf("What will happen: %s, in this order", plural(len(p.Steps), "step", "steps")))}
 	if warns := planWarnings(r, stories); len(warns) > 0 {
 		warn := textBlock(strings.Join(warns, "\n"), widget.RichTextStyle{TextStyle: fyne.TextStyle{Bold: true}})
-		what = append(what, newPanel(theme.ColorNameWarning, 0x2A, container.NewBorder(nil, nil,
+		steps = append(steps, newPanel(theme.ColorNameWarning, 0x2A, container.NewBorder(nil, nil,
 			container.NewVBox(widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))), nil, warn)))
 	}
-	if d := plain(strings.TrimSpace(r.Description)); d != "" {
-		what = append(what, textBlock(d, secondaryBlock))
-	}
-	sections = append(sections, container.NewVBox(what...))
-
-	bound := textBlock(fmt.Sprintf("This answer is bound to this exact program (%s). A different program, or this one with any step changed, asks again.",
-		shortHash(plainLine(p.Hash))), widget.RichTextStyle{})
-	sections = append(sections, newPanel(theme.ColorNamePrimary, 0x22, container.NewBorder(nil, nil,
-		container.NewVBox(widget.NewIcon(theme.NewPrimaryThemedResource(theme.InfoIcon()))), nil, bound)))
-
-	steps := []fyne.CanvasObject{heading(fmt.Sprintf("The %s, in order", plural(len(p.Steps), "step", "steps")))}
 	for i, s := range p.Steps {
 		steps = append(steps, planStep(r, i, s, stories[i]))
 	}
@@ -90,6 +77,15 @@ func planBody(r approval.Request, stories []callStory) fyne.CanvasObject {
 		steps = append(steps, note("${steps.NAME.…} stands for what an earlier step gave, filled in when the step runs."))
 	}
 	sections = append(sections, container.NewVBox(steps...))
+
+	bound := textBlock(fmt.Sprintf("Approving lets each step run as shown, each still a governed call with its own receipt. "+
+		"This answer is bound to this exact program (%s): a different program, or this one with any step changed, asks again.",
+		shortHash(plainLine(p.Hash))), widget.RichTextStyle{})
+	sections = append(sections, newPanel(theme.ColorNamePrimary, 0x22, container.NewBorder(nil, nil,
+		container.NewVBox(widget.NewIcon(theme.NewPrimaryThemedResource(theme.InfoIcon()))), nil, bound)))
+	if d := plain(strings.TrimSpace(r.Description)); d != "" {
+		sections = append(sections, textBlock(d, secondaryBlock))
+	}
 
 	return container.New(layout.NewCustomPaddedLayout(pad, pad*2, pad*3, pad*3), container.NewVBox(sections...))
 }
@@ -106,8 +102,13 @@ func planStep(r approval.Request, i int, s approval.PlanStep, story callStory) f
 		if story.kind != otherCall {
 			body = append(body, textBlock(story.what(sub), widget.RichTextStyle{}))
 		}
-		if d := callDetail(sub, story); d != nil {
-			body = append(body, d)
+		switch {
+		case story.kind != otherCall:
+			body = append(body, callDetail(sub, story))
+		case len(s.Args) > 0 && string(s.Args) != "{}":
+			body = append(body, newPanel(theme.ColorNameInputBackground, 0, textBlock(argTree(s.Args), codeStyle)))
+		default:
+			body = append(body, note("no arguments"))
 		}
 	case planCondition:
 		kind = "condition"

@@ -43,9 +43,9 @@ func TestApprovalPlan(t *testing.T) {
 			screen := h.approvalScreen()
 			assertShows(t, screen,
 				"Claude Code", " asks to run the program", "tidy-notes", "5 steps, approved as a whole · bound to this exact program",
-				"Run the program tidy-notes: its 5 steps, in the order below.",
+				"What will happen: 5 steps, in this order",
 				"Step save asks for approval (fs.write_file, rule ask-writes).",
-				"This answer is bound to this exact program (sha256:3f7c9a0d5…).", "A different program, or this one with any step changed, asks again.",
+				"bound to this exact program (sha256:3f7c9a0d5…)", "any step changed, asks again.",
 				"1. read", "tool read_text_file on fs", "path: /home/me/notes/today.md",
 				"2. long", "condition", "if len(steps.read.text) > 1000 then save else end",
 				"3. check", "a person's checkpoint", "The run stops here until a person lets it go on: Save today's notes to the archive?",

@@ -116,7 +116,8 @@ func (r *Runner) Parse(body []byte) (*Program, error) {
 	return Parse(body, r.opts.Registered)
 }
 
-// Run parses body, saves the program under its name, and runs it. A
+// Run parses body, saves the program under its name with its new run,
+// and runs it. A
 // program that does not parse returns an error wrapping [ErrInvalid], and
 // nothing runs. With a key already used, the trace of that run is returned
 // as it is.
@@ -130,11 +131,8 @@ func (r *Runner) Run(ctx context.Context, body []byte, ro RunOptions) (*Trace, e
 			return t, nil
 		}
 	}
-	if err := r.store.Save(ctx, p, body); err != nil {
-		return nil, err
-	}
 	t := &Trace{ID: newTraceID(), Key: ro.Key, Client: ro.Client, Name: p.Name, Hash: p.Hash(), Body: body, Status: StatusRunning}
-	existing, err := r.store.create(ctx, t)
+	existing, err := r.store.start(ctx, p, t, p.Steps[0].Kind != KindTool)
 	if err != nil {
 		return nil, err
 	}

@@ -146,20 +146,6 @@ const timeFormat = time.RFC3339Nano
 
 func newTraceID() string { return "tr_" + rand.Text()[:20] }
 
-// Save keeps p under its name, replacing an older version.
-func (s *Store) Save(ctx context.Context, p *Program, body []byte) error {
-	err := s.inTx(ctx, true, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO program_defs (name, hash, body, saved_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, body = excluded.body, saved_at = excluded.saved_at`,
-			p.Name, p.Hash(), body, time.Now().UTC().Format(timeFormat))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("save program %s: %w", p.Name, err)
-	}
-	return nil
-}
-
 // Programs lists the saved programs, by name.
 func (s *Store) Programs(ctx context.Context) ([]SavedProgram, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name, hash, body, saved_at FROM program_defs ORDER BY name`)
@@ -204,16 +190,24 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// create records a new run, or returns the run an idempotency key already
-// made (existing true).
-func (s *Store) create(ctx context.Context, t *Trace) (existing bool, err error) {
+// start keeps p under its name (replacing an older version) and records
+// its new run t, in one transaction, or returns the run an idempotency key
+// already made (existing true). Without sync, the commit is not flushed:
+// the runner asks for that when the run's first step is a tool step, whose
+// receipt's flush flushes it too (see appendStep).
+func (s *Store) start(ctx context.Context, p *Program, t *Trace, sync bool) (existing bool, err error) {
 	now := time.Now().UTC()
 	t.Started, t.Updated = now, now
 	var key any
 	if t.Key != "" {
 		key = t.Key
 	}
-	err = s.inTx(ctx, true, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, sync, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO program_defs (name, hash, body, saved_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, body = excluded.body, saved_at = excluded.saved_at`,
+			p.Name, p.Hash(), []byte(t.Body), now.Format(timeFormat)); err != nil {
+			return fmt.Errorf("save program %s: %w", p.Name, err)
+		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO program_traces (id, idem_key, client, name, hash, body, status, started_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idem_key) DO NOTHING`,
 			t.ID, key, t.Client, t.Name, t.Hash, []byte(t.Body), t.Status, now.Format(timeFormat), now.Format(timeFormat))
