@@ -86,7 +86,16 @@ type Store struct {
 	// writes is the home's queue of writers (receipts.WriteLockFile); nil
 	// for a database opened alone.
 	writes *filelock.Mutex
+	// A step's record and the run's state after it, prepared once: a run
+	// writes them at every step.
+	insertStep, setTrace *sql.Stmt
 }
+
+const (
+	insertStepSQL = `INSERT INTO program_steps (trace, seq, step, kind, status, input, output, message, receipt, next, hash, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	setTraceSQL = `UPDATE program_traces SET status = ?, error = ?, position = ?, stalled = ?, plan = ?, updated_at = ? WHERE id = ?`
+)
 
 var migrations = []string{
 	// 1: programs, runs and their steps.
@@ -136,6 +145,13 @@ func OpenStore(ctx context.Context, db receipts.Migrator) (*Store, error) {
 		return nil, fmt.Errorf("open programs: %w", err)
 	}
 	s := &Store{db: db.DB()}
+	var err error
+	if s.insertStep, err = s.db.PrepareContext(ctx, insertStepSQL); err != nil {
+		return nil, fmt.Errorf("open programs: %w", err)
+	}
+	if s.setTrace, err = s.db.PrepareContext(ctx, setTraceSQL); err != nil {
+		return nil, fmt.Errorf("open programs: %w", err)
+	}
 	if h, ok := db.(interface{ Dir() string }); ok {
 		s.writes = filelock.New(filepath.Join(h.Dir(), receipts.WriteLockFile))
 	}
@@ -250,12 +266,11 @@ func (s *Store) TraceByKey(ctx context.Context, key string) (*Trace, error) {
 func (s *Store) appendStep(ctx context.Context, t *Trace, r StepRecord, sync bool) error {
 	err := s.inTx(ctx, sync, func(tx *sql.Tx) error {
 		at := r.At.UTC().Format(timeFormat)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO program_steps (trace, seq, step, kind, status, input, output, message, receipt, next, hash, at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, r.Seq, r.Step, r.Kind, r.Status, []byte(r.Input), []byte(r.Output),
+		if _, err := tx.StmtContext(ctx, s.insertStep).ExecContext(ctx, t.ID, r.Seq, r.Step, r.Kind, r.Status, []byte(r.Input), []byte(r.Output),
 			r.Message, r.Receipt, r.Next, r.Hash, at); err != nil {
 			return err
 		}
-		return updateTrace(ctx, tx, t, at)
+		return s.updateTrace(ctx, tx, t, at)
 	})
 	if err != nil {
 		return fmt.Errorf("record step %s: %w", r.Step, err)
@@ -306,13 +321,9 @@ func (s *Store) inTx(ctx context.Context, sync bool, f func(tx *sql.Tx) error) e
 	return tx.Commit()
 }
 
-type execer interface {
-	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
-}
-
-func updateTrace(ctx context.Context, db execer, t *Trace, at string) error {
-	if _, err := db.ExecContext(ctx, `UPDATE program_traces SET status = ?, error = ?, position = ?, stalled = ?, plan = ?, updated_at = ? WHERE id = ?`,
-		t.Status, t.Error, t.Position, t.Stalled, t.Plan, at, t.ID); err != nil {
+// updateTrace records the run's status and position in tx.
+func (s *Store) updateTrace(ctx context.Context, tx *sql.Tx, t *Trace, at string) error {
+	if _, err := tx.StmtContext(ctx, s.setTrace).ExecContext(ctx, t.Status, t.Error, t.Position, t.Stalled, t.Plan, at, t.ID); err != nil {
 		return fmt.Errorf("record the run's state: %w", err)
 	}
 	return nil
@@ -321,7 +332,7 @@ func updateTrace(ctx context.Context, db execer, t *Trace, at string) error {
 // setState records the run's status and position, durably.
 func (s *Store) setState(ctx context.Context, t *Trace) error {
 	return s.inTx(ctx, true, func(tx *sql.Tx) error {
-		return updateTrace(ctx, tx, t, time.Now().UTC().Format(timeFormat))
+		return s.updateTrace(ctx, tx, t, time.Now().UTC().Format(timeFormat))
 	})
 }
 
