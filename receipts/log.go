@@ -81,10 +81,9 @@ type Log struct {
 	// cursor, and appends index their entry as they did then (tests write
 	// such logs).
 	inlineIndex bool
-	// programColumn: the log is at a schema step with the entries'
-	// program column (programStep); tests and benchmarks write logs of
-	// earlier steps.
-	programColumn bool
+	// programs: the log is at a schema step with entry_programs
+	// (programStep); tests and benchmarks write logs of earlier steps.
+	programs bool
 
 	home string // the home folder; "" for a database opened alone
 
@@ -228,7 +227,7 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, s
 		return nil, err
 	}
 	l := &Log{Reader: r, key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey)),
-		inlineIndex: len(steps) < indexerStep, programColumn: len(steps) >= programStep}
+		inlineIndex: len(steps) < indexerStep, programs: len(steps) >= programStep}
 	if h, ok := m.(interface{ Dir() string }); ok {
 		l.writes = filelock.New(filepath.Join(h.Dir(), WriteLockFile))
 		l.home = h.Dir()

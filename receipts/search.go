@@ -131,45 +131,66 @@ const searchMigration = `
 // programMigration is step 8 of the log's schema: a receipt of a
 // governed program's step (its body's program) and that receipt's outcome
 // are found by the program's name, the run's trace id and the step's name.
-// The entries get a column, program, that holds the three on lines of
-// their own ([programText]; empty for an agent's own call), and search_source
-// puts it before the payloads' text. An entry without a program reads as
-// before, so the index keeps its rows; the rows of the entries with one
-// are taken out of the index with the text they were indexed with, and put
-// back with the new.
+// A table, entry_programs, holds the three for those entries, on lines of
+// their own ([programText]); search_source puts them before the payloads'
+// text. An entry without a program reads as before, so the index keeps
+// its rows; the rows of the entries with one are taken out of the index
+// with the text they were indexed with, and put back with the new.
+//
+// A table of its own rather than a column of entries: adding a column to a
+// STRICT table makes SQLite check every row (1.7 s at a million receipts),
+// while the proxy that opens the log waits and holds its write lock.
 //
 // Only search_fts holds those rows: programs came after step 4, so a log
 // with a program's receipt was past step 4 when it was written, and the
 // entry is at or after reindex_from. The entries at or after the indexer's
-// cursor are in no index yet, and are taken in as they read now. Finding
-// the receipts reads the receipts' rows once (the program is in the
-// signed body): a few seconds at a million receipts (docs/performance.md).
+// cursor are in no index yet, and are taken in as they read now.
+//
+// The program is in a receipt's signed body, so finding them reads the
+// receipts' rows: 10.6 s at a million receipts. So only the receipts
+// written since step 7 ran are read (from a day before it, through the
+// time index): programs came after step 7, so a log's program receipts
+// were all written after its step 7. A log whose clock ever stepped back
+// (unordered_times) is read whole. The step took 3.7 ms on the
+// million-receipt log of BenchmarkSearch, upgraded from step 7.
 const programMigration = `
-	ALTER TABLE entries ADD COLUMN program TEXT NOT NULL DEFAULT '';
-	CREATE TEMP TABLE program_entries (idx INTEGER PRIMARY KEY, id TEXT NOT NULL, program TEXT NOT NULL);
-	INSERT INTO program_entries (idx, id, program)
-		SELECT idx, id, json_extract(b, '$.body.program.name') || char(10) || json_extract(b, '$.body.program.trace')
+	CREATE TABLE entry_programs (
+		idx     INTEGER NOT NULL PRIMARY KEY, -- the entry's index
+		program TEXT    NOT NULL              -- its program, trace and step, a line each
+	) STRICT;
+	CREATE TEMP TABLE program_scan AS SELECT coalesce((
+		SELECT CASE
+			WHEN EXISTS (SELECT 1 FROM search_meta WHERE key = 'unordered_times') THEN 0
+			WHEN unixepoch(substr(m.applied_at, 1, 19)) IS NULL THEN 0
+			ELSE coalesce((SELECT idx FROM entries WHERE time_ns >= 1000000000 * (unixepoch(substr(m.applied_at, 1, 19)) - 86400)
+					ORDER BY time_ns LIMIT 1),
+				(SELECT coalesce(max(idx) + 1, 0) FROM entries)) END
+		FROM migrations AS m WHERE m.component = 'receipts' AND m.version = 7), 0) AS from_idx;
+	INSERT INTO entry_programs (idx, program)
+		SELECT idx, json_extract(b, '$.body.program.name') || char(10) || json_extract(b, '$.body.program.trace')
 			|| char(10) || json_extract(b, '$.body.program.step')
-		FROM (SELECT idx, id, CAST(data AS TEXT) AS b FROM entries WHERE kind = 'receipt' AND instr(data, '"program":{') > 0)
+		FROM (SELECT idx, CAST(data AS TEXT) AS b FROM entries
+			WHERE idx >= (SELECT from_idx FROM temp.program_scan) AND +kind = 'receipt' AND instr(data, '"program":{') > 0)
 		WHERE json_type(b, '$.body.program') = 'object';
-	INSERT INTO program_entries (idx, id, program)
-		SELECT o.idx, o.id, r.program FROM program_entries AS r JOIN entries AS o ON o.receipt_id = r.id AND o.kind = 'outcome';
+	DROP TABLE temp.program_scan;
+	INSERT INTO entry_programs (idx, program)
+		SELECT o.idx, p.program FROM entry_programs AS p JOIN entries AS r ON r.idx = p.idx
+			JOIN entries AS o ON o.receipt_id = r.id AND o.kind = 'outcome';
 	INSERT INTO search_fts (search_fts, rowid, server, tool, decision, client, text)
 		SELECT 'delete', idx, server, tool, decision, client, text FROM search_source
-		WHERE idx IN (SELECT idx FROM program_entries)
+		WHERE idx IN (SELECT idx FROM entry_programs)
 			AND idx < (SELECT value FROM search_meta WHERE key = 'indexed_to')
 			AND idx >= coalesce((SELECT value FROM search_meta WHERE key = 'reindex_from'), 0);
-	UPDATE entries SET program = p.program FROM program_entries AS p WHERE entries.idx = p.idx;
 	DROP VIEW search_source;
 	CREATE VIEW search_source (idx, server, tool, decision, client, text) AS
-		SELECT e.idx, e.server, e.tool, e.decision, e.client, CASE WHEN e.program = '' THEN ` + payloadText + ` ELSE e.program || char(10) || ` + payloadText + ` END
-		FROM entries AS e;
+		SELECT e.idx, e.server, e.tool, e.decision, e.client,
+			CASE WHEN p.program IS NULL THEN ` + payloadText + ` ELSE p.program || char(10) || ` + payloadText + ` END
+		FROM entries AS e LEFT JOIN entry_programs AS p ON p.idx = e.idx;
 	INSERT INTO search_fts (rowid, server, tool, decision, client, text)
 		SELECT idx, server, tool, decision, client, text FROM search_source
-		WHERE idx IN (SELECT idx FROM program_entries)
+		WHERE idx IN (SELECT idx FROM entry_programs)
 			AND idx < (SELECT value FROM search_meta WHERE key = 'indexed_to')
-			AND idx >= coalesce((SELECT value FROM search_meta WHERE key = 'reindex_from'), 0);
-	DROP TABLE temp.program_entries`
+			AND idx >= coalesce((SELECT value FROM search_meta WHERE key = 'reindex_from'), 0)`
 
 // payloadText is the text of entry e's payloads, as search_source reads it
 // (searchMigration explains).
@@ -182,8 +203,8 @@ const payloadText = `coalesce((
 // programStep is the schema step of programMigration.
 const programStep = 8
 
-// programText is an entry's program column: the program's name, the
-// trace id and the step's name, a line each.
+// programText is an entry's row in entry_programs: the program's name,
+// the trace id and the step's name, a line each.
 func programText(p *entry.Program) string {
 	return p.Name + "\n" + p.Trace + "\n" + p.Step
 }
@@ -197,16 +218,19 @@ func programText(p *entry.Program) string {
 func (l *Log) columnsTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c columns) error {
 	switch e.Kind {
 	case entry.KindOutcome:
-		q := `UPDATE entries SET server = r.server, tool = r.tool, decision = r.decision, client = r.client, program = r.program
-			FROM entries AS r WHERE entries.idx = ? AND r.id = ? AND r.kind = 'receipt'`
-		if !l.programColumn {
-			q = strings.Replace(q, ", program = r.program", "", 1)
+		if _, err := l.stmts.exec(ctx, tx, `UPDATE entries SET server = r.server, tool = r.tool, decision = r.decision, client = r.client
+			FROM entries AS r WHERE entries.idx = ? AND r.id = ? AND r.kind = 'receipt'`, e.Index, c.receipt); err != nil {
+			return fmt.Errorf("index entry %d: %w", e.Index, err)
 		}
-		if _, err := l.stmts.exec(ctx, tx, q, e.Index, c.receipt); err != nil {
+		if !l.programs {
+			break
+		}
+		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO entry_programs (idx, program)
+			SELECT ?, p.program FROM entries AS r JOIN entry_programs AS p ON p.idx = r.idx WHERE r.id = ? AND r.kind = 'receipt'`, e.Index, c.receipt); err != nil {
 			return fmt.Errorf("index entry %d: %w", e.Index, err)
 		}
 	case entry.KindReceipt:
-		if !l.programColumn || !bytes.Contains(e.Body, []byte(`"program":{`)) {
+		if !l.programs || !bytes.Contains(e.Body, []byte(`"program":{`)) {
 			break
 		}
 		var r struct {
@@ -215,7 +239,7 @@ func (l *Log) columnsTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c colum
 		if err := json.Unmarshal(e.Body, &r); err != nil || r.Program == nil {
 			break
 		}
-		if _, err := l.stmts.exec(ctx, tx, `UPDATE entries SET program = ? WHERE idx = ?`, programText(r.Program), e.Index); err != nil {
+		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO entry_programs (idx, program) VALUES (?, ?)`, e.Index, programText(r.Program)); err != nil {
 			return fmt.Errorf("index entry %d: %w", e.Index, err)
 		}
 	case entry.KindPin:
