@@ -92,3 +92,22 @@ func TestApprovalPlanThenCall(t *testing.T) {
 	h.tap("Deny")
 	answerOf(t, got)
 }
+
+// A plan with a step to be careful with makes Deny the primary answer, and
+// says which step.
+func TestApprovalPlanCareful(t *testing.T) {
+	h := newApprover(t, nil)
+	req := tidyNotes
+	plan := *req.Plan
+	plan.Steps = append([]approval.PlanStep{{Name: "keys", Kind: "tool", Server: "fs", Tool: "write_file",
+		Args: json.RawMessage(`{"content":"ssh-ed25519 AAAA","path":"/home/me/.env"}`)}}, plan.Steps...)
+	req.Plan = &plan
+	got := h.ask(context.Background(), req)
+	screen := h.approvalScreen()
+	assertShows(t, screen, "Step 1 (keys): .env is where secrets are usually kept.", "Return: Deny")
+	h.arm()
+	h.tap("Deny")
+	if a := answerOf(t, got); a.err != nil || a.d.Scope != approval.ScopeDeny {
+		t.Fatalf("Ask = %s, %v; want deny", a.d.Scope, a.err)
+	}
+}
