@@ -341,6 +341,16 @@ func (a *approvals) askReach(allow bool) {
 	}
 	a.touch()
 	w := a.queue[a.cur]
+	if w.req.Plan != nil {
+		// A plan's standing answer holds for the program, in its server's
+		// life: it writes no rule, so there is no reach to choose.
+		scope := approval.ScopeAlways
+		if !allow {
+			scope = approval.ScopeAlwaysDeny
+		}
+		a.decide(w, scope, "")
+		return
+	}
 	story := a.view.story
 	rc := reach{args: argChoices(story)[0]}
 

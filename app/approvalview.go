@@ -51,6 +51,8 @@ type approvalView struct {
 	once *widget.Button // Allow once: the primary answer unless the request is one to be careful with
 
 	answers     []*widget.Button // each answer's button
+	alwaysAllow *widget.Button   // "Always allow…", among answers (without the dots for a plan: no choice follows)
+	alwaysDeny  *widget.Button   // "Always deny…", likewise
 	minutes     *widget.Button   // "Allow for 15 minutes", among answers
 	minutesMenu *widget.Button   // chooses the minutes
 
@@ -134,12 +136,14 @@ func newApprovalView(a *approvals) *approvalView {
 	}
 	v.deny = answer("Deny", widget.MediumImportance, approval.ScopeDeny)
 	alwaysDeny := widget.NewButton(labelAlwaysDeny, func() { a.askReach(false) })
+	v.alwaysDeny = alwaysDeny
 	alwaysDeny.Importance = widget.LowImportance
 	v.answers = append(v.answers, alwaysDeny)
 	v.once = answer("Allow once", widget.HighImportance, approval.ScopeOnce)
 	session := answer("Allow for this session", widget.LowImportance, approval.ScopeSession)
 	v.minutes = answer(labelMinutes(defaultMinutes), widget.LowImportance, approval.ScopeMinutes)
 	always := widget.NewButton(labelAlwaysAllow, func() { a.askReach(true) })
+	v.alwaysAllow = always
 	always.Importance = widget.LowImportance
 	v.answers = append(v.answers, always)
 	v.minutesMenu = widget.NewButtonWithIcon("", theme.MenuDropDownIcon(), func() { a.chooseMinutes(v.minutesMenu) })
@@ -192,9 +196,17 @@ func (v *approvalView) showRequest(r approval.Request, pos, n int) {
 	story := readCall(r, statFile)
 	v.story = story
 	v.asks.Segments[0].(*widget.TextSegment).Text = clientName(r.Client)
-	v.asks.Refresh()
+	v.asks.Segments[1].(*widget.TextSegment).Text = " asks to run the tool"
 	v.tool.SetText(plainLine(r.Tool))
 	setText(v.where, "on the server "+plainLine(r.Server))
+	var stories []callStory
+	if p := r.Plan; p != nil {
+		stories = planStories(r)
+		v.asks.Segments[1].(*widget.TextSegment).Text = " asks to run the program"
+		v.tool.SetText(plainLine(p.Program))
+		setText(v.where, fmt.Sprintf("%s, approved as a whole · bound to this exact program", plural(len(p.Steps), "step", "steps")))
+	}
+	v.asks.Refresh()
 	v.risk.set(riskLook(r.Risk))
 	v.setPosition(pos, n)
 	if r.Change != nil {
@@ -225,7 +237,17 @@ func (v *approvalView) showRequest(r approval.Request, pos, n int) {
 		clientName(r.Client), plainLine(r.Server)))
 	v.deny.Refresh()
 	v.once.Refresh()
-	v.body.Content = requestBody(r, story)
+	v.alwaysAllow.SetText(labelAlwaysAllow)
+	v.alwaysDeny.SetText(labelAlwaysDeny)
+	if r.Plan != nil {
+		v.alwaysAllow.SetText(strings.TrimSuffix(labelAlwaysAllow, "…"))
+		v.alwaysDeny.SetText(strings.TrimSuffix(labelAlwaysDeny, "…"))
+		setText(v.scopes, fmt.Sprintf("“Allow once” and “This session” approve this run. “Minutes” and “Always” approve this same program for %s again while its programs server runs; they write no rule.",
+			clientName(r.Client)))
+		v.body.Content = planBody(r, stories)
+	} else {
+		v.body.Content = requestBody(r, story)
+	}
 	v.body.Offset = fyne.Position{}
 	v.body.Refresh()
 	v.empty.Hide()
@@ -278,8 +300,12 @@ func (v *approvalView) setNote(s string) {
 
 // carefulWith reports whether a request is one whose safe answer, Deny,
 // comes first: a changed tool's, a critical call's, or a file call that
-// touches where secrets are kept or writes what looks like one.
+// touches where secrets are kept or writes what looks like one (or a plan
+// with such a step).
 func carefulWith(r approval.Request) bool {
+	if r.Plan != nil && len(planWarnings(r, planStories(r))) > 0 {
+		return true
+	}
 	return r.Change != nil || strings.EqualFold(r.Risk, "critical") || len(readCall(r, nil).warnings) > 0
 }
 
@@ -330,29 +356,8 @@ func requestBody(r approval.Request, story callStory) fyne.CanvasObject {
 	}
 
 	codeStyle := widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}}
-	switch story.kind {
-	case fileWrite:
-		state := "a new file"
-		if story.exists {
-			state = "replaces the file's " + byteSize(story.size)
-		}
-		sections = append(sections, container.NewVBox(
-			container.NewBorder(nil, nil, heading("Content to write"), note(fmt.Sprintf("%s, %s", plural(lines(story.content), "line", "lines"), state))),
-			newPanel(theme.ColorNameInputBackground, 0, textBlock(shownContent(story.content), codeStyle)),
-		))
-	case fileEdit:
-		box := []fyne.CanvasObject{container.NewBorder(nil, nil, heading("Changes to the file"),
-			container.NewCenter(note("−  removed     +  added")))}
-		for _, e := range story.edits {
-			box = append(box, newPanel(theme.ColorNameInputBackground, 0,
-				diffView(diffLines(strings.Split(plain(e.old), "\n"), strings.Split(plain(e.new), "\n"), 2))))
-		}
-		sections = append(sections, container.NewVBox(box...))
-	default:
-		if !r.ArgsTruncated {
-			sections = append(sections, container.NewVBox(heading("Arguments"),
-				newPanel(theme.ColorNameInputBackground, 0, textBlock(argTree(r.Args), codeStyle))))
-		}
+	if d := callDetail(r, story); d != nil {
+		sections = append(sections, d)
 	}
 
 	// The raw arguments, one click away (shown at once when they could
@@ -403,6 +408,37 @@ func requestBody(r approval.Request, story callStory) fyne.CanvasObject {
 	))
 
 	return container.New(layout.NewCustomPaddedLayout(pad, pad*2, pad*3, pad*3), container.NewVBox(sections...))
+}
+
+// callDetail shows a call's arguments in a form for its kind: a file's
+// content, an edit's diff, other tools' arguments as a tree; nil when the
+// arguments were cut and only their raw start can be shown.
+func callDetail(r approval.Request, story callStory) fyne.CanvasObject {
+	codeStyle := widget.RichTextStyle{TextStyle: fyne.TextStyle{Monospace: true}}
+	switch story.kind {
+	case fileWrite:
+		state := "a new file"
+		if story.exists {
+			state = "replaces the file's " + byteSize(story.size)
+		}
+		return container.NewVBox(
+			container.NewBorder(nil, nil, heading("Content to write"), note(fmt.Sprintf("%s, %s", plural(lines(story.content), "line", "lines"), state))),
+			newPanel(theme.ColorNameInputBackground, 0, textBlock(shownContent(story.content), codeStyle)),
+		)
+	case fileEdit:
+		box := []fyne.CanvasObject{container.NewBorder(nil, nil, heading("Changes to the file"),
+			container.NewCenter(note("−  removed     +  added")))}
+		for _, e := range story.edits {
+			box = append(box, newPanel(theme.ColorNameInputBackground, 0,
+				diffView(diffLines(strings.Split(plain(e.old), "\n"), strings.Split(plain(e.new), "\n"), 2))))
+		}
+		return container.NewVBox(box...)
+	}
+	if r.ArgsTruncated {
+		return nil
+	}
+	return container.NewVBox(heading("Arguments"),
+		newPanel(theme.ColorNameInputBackground, 0, textBlock(argTree(r.Args), codeStyle)))
 }
 
 // secondaryBlock is the style of a paragraph of secondary text.

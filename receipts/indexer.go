@@ -220,7 +220,7 @@ func CatchUpIndex(ctx context.Context, m Migrator) (int64, error) {
 	}
 	l := &Log{Reader: r}
 	if h, ok := m.(interface{ Dir() string }); ok {
-		l.writes = filelock.New(filepath.Join(h.Dir(), writeLockFile))
+		l.writes = filelock.New(filepath.Join(h.Dir(), WriteLockFile))
 	}
 	return l.CatchUpIndex(ctx)
 }

@@ -84,6 +84,9 @@ type Log struct {
 	// cursor, and appends index their entry as they did then (tests write
 	// such logs).
 	inlineIndex bool
+	// programs: the log is at a schema step with entry_programs
+	// (programStep); tests and benchmarks write logs of earlier steps.
+	programs bool
 
 	home string // the home folder; "" for a database opened alone
 
@@ -227,9 +230,9 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, s
 		return nil, err
 	}
 	l := &Log{Reader: r, key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey)),
-		inlineIndex: len(steps) < indexerStep}
+		inlineIndex: len(steps) < indexerStep, programs: len(steps) >= programStep}
 	if h, ok := m.(interface{ Dir() string }); ok {
-		l.writes = filelock.New(filepath.Join(h.Dir(), writeLockFile))
+		l.writes = filelock.New(filepath.Join(h.Dir(), WriteLockFile))
 		l.home = h.Dir()
 	}
 	l.commits = committer{l: l, wake: make(chan struct{}, 1)}
@@ -609,13 +612,14 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// writeLockFile is the file of the home folder whose lock the log's write
-// transactions take, and writeLockWait bounds the wait for it: longer than
-// a holder keeps it, since its own wait for SQLite is bounded by the
-// store's busy timeout (10 s).
+// WriteLockFile is the file of the home folder whose lock the log's write
+// transactions take (inTx), and WriteLockWait bounds the wait for it:
+// longer than a holder keeps it, since its own wait for SQLite is bounded
+// by the store's busy timeout (10 s). Other writers of the home's database
+// that write as often as calls come (a program's trace) queue on it too.
 const (
-	writeLockFile = "writes.lock"
-	writeLockWait = 15 * time.Second
+	WriteLockFile = "writes.lock"
+	WriteLockWait = 15 * time.Second
 )
 
 // inTx runs f in one IMMEDIATE transaction (the store opens the database with
@@ -636,7 +640,7 @@ func (l *Log) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 // is nil.
 func (l *Log) inTxOn(ctx context.Context, conn *sql.Conn, f func(tx *sql.Tx) error) error {
 	if l.writes != nil {
-		lctx, cancel := context.WithTimeout(ctx, writeLockWait)
+		lctx, cancel := context.WithTimeout(ctx, WriteLockWait)
 		unlock, err := l.writes.Lock(lctx)
 		cancel()
 		if err != nil {
@@ -865,4 +869,7 @@ var migrations = []string{
 	cosignMigration,
 	// 7: the full-text index follows the log, from a cursor (indexer.go).
 	indexerMigration,
+	// 8: the program, trace and step a call was made for are searchable
+	// (search.go).
+	programMigration,
 }

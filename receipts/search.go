@@ -1,6 +1,7 @@
 package receipts
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -19,8 +20,10 @@ import (
 // Search.
 //
 // [Log.Search] finds entries by words in their server, tool, decision and
-// client and in the text of their payloads (the arguments of a receipt, the
-// result of an outcome: already redacted by the gateway), with filters on
+// client, in the text of their payloads (the arguments of a receipt, the
+// result of an outcome: already redacted by the gateway) and, for a
+// governed program's step, in its program's name, trace id and step name
+// (programMigration), with filters on
 // the same columns and on time, newest first, a page at a time.
 //
 // The full-text index is SQLite's FTS5 (compiled into modernc.org/sqlite),
@@ -125,16 +128,119 @@ const searchMigration = `
 	INSERT INTO search_fts (rowid, server, tool, decision, client, text)
 		SELECT idx, server, tool, decision, client, text FROM search_source`
 
+// programMigration is step 8 of the log's schema: a receipt of a
+// governed program's step (its body's program) and that receipt's outcome
+// are found by the program's name, the run's trace id and the step's name.
+// A table, entry_programs, holds the three for those entries, on lines of
+// their own ([programText]); search_source puts them before the payloads'
+// text. An entry without a program reads as before, so the index keeps
+// its rows; the rows of the entries with one are taken out of the index
+// with the text they were indexed with, and put back with the new.
+//
+// A table of its own rather than a column of entries: adding a column to a
+// STRICT table makes SQLite check every row (1.7 s at a million receipts),
+// while the proxy that opens the log waits and holds its write lock.
+//
+// Only search_fts holds those rows: programs came after step 4, so a log
+// with a program's receipt was past step 4 when it was written, and the
+// entry is at or after reindex_from. The entries at or after the indexer's
+// cursor are in no index yet, and are taken in as they read now.
+//
+// The program is in a receipt's signed body, so finding them reads the
+// receipts' rows: 10.6 s at a million receipts. So only the receipts
+// written since step 7 ran are read (from a day before it, through the
+// time index): programs came after step 7, so a log's program receipts
+// were all written after its step 7. A log whose clock ever stepped back
+// (unordered_times) is read whole. The step took 3.7 ms on the
+// million-receipt log of BenchmarkSearch, upgraded from step 7.
+const programMigration = `
+	CREATE TABLE entry_programs (
+		idx     INTEGER NOT NULL PRIMARY KEY, -- the entry's index
+		program TEXT    NOT NULL              -- its program, trace and step, a line each
+	) STRICT;
+	CREATE TEMP TABLE program_scan AS SELECT coalesce((
+		SELECT CASE
+			WHEN EXISTS (SELECT 1 FROM search_meta WHERE key = 'unordered_times') THEN 0
+			WHEN unixepoch(substr(m.applied_at, 1, 19)) IS NULL THEN 0
+			ELSE coalesce((SELECT idx FROM entries WHERE time_ns >= 1000000000 * (unixepoch(substr(m.applied_at, 1, 19)) - 86400)
+					ORDER BY time_ns LIMIT 1),
+				(SELECT coalesce(max(idx) + 1, 0) FROM entries)) END
+		FROM migrations AS m WHERE m.component = 'receipts' AND m.version = 7), 0) AS from_idx;
+	INSERT INTO entry_programs (idx, program)
+		SELECT idx, json_extract(b, '$.body.program.name') || char(10) || json_extract(b, '$.body.program.trace')
+			|| char(10) || json_extract(b, '$.body.program.step')
+		FROM (SELECT idx, CAST(data AS TEXT) AS b FROM entries
+			WHERE idx >= (SELECT from_idx FROM temp.program_scan) AND +kind = 'receipt' AND instr(data, '"program":{') > 0)
+		WHERE json_type(b, '$.body.program') = 'object';
+	DROP TABLE temp.program_scan;
+	INSERT INTO entry_programs (idx, program)
+		SELECT o.idx, p.program FROM entry_programs AS p JOIN entries AS r ON r.idx = p.idx
+			JOIN entries AS o ON o.receipt_id = r.id AND o.kind = 'outcome';
+	INSERT INTO search_fts (search_fts, rowid, server, tool, decision, client, text)
+		SELECT 'delete', idx, server, tool, decision, client, text FROM search_source
+		WHERE idx IN (SELECT idx FROM entry_programs)
+			AND idx < (SELECT value FROM search_meta WHERE key = 'indexed_to')
+			AND idx >= coalesce((SELECT value FROM search_meta WHERE key = 'reindex_from'), 0);
+	DROP VIEW search_source;
+	CREATE VIEW search_source (idx, server, tool, decision, client, text) AS
+		SELECT e.idx, e.server, e.tool, e.decision, e.client,
+			CASE WHEN p.program IS NULL THEN ` + payloadText + ` ELSE p.program || char(10) || ` + payloadText + ` END
+		FROM entries AS e LEFT JOIN entry_programs AS p ON p.idx = e.idx;
+	INSERT INTO search_fts (rowid, server, tool, decision, client, text)
+		SELECT idx, server, tool, decision, client, text FROM search_source
+		WHERE idx IN (SELECT idx FROM entry_programs)
+			AND idx < (SELECT value FROM search_meta WHERE key = 'indexed_to')
+			AND idx >= coalesce((SELECT value FROM search_meta WHERE key = 'reindex_from'), 0)`
+
+// payloadText is the text of entry e's payloads, as search_source reads it
+// (searchMigration explains).
+const payloadText = `coalesce((
+			SELECT group_concat(j.value, char(10) ORDER BY p.part, j.id)
+			FROM payloads AS p, json_tree(iif(json_valid(CAST(p.data AS TEXT)),
+				CAST(p.data AS TEXT), json_quote(CAST(p.data AS TEXT)))) AS j
+			WHERE p.entry_idx = e.idx AND p.data IS NOT NULL AND j.type IN ('text', 'integer')), '')`
+
+// programStep is the schema step of programMigration.
+const programStep = 8
+
+// programText is an entry's row in entry_programs: the program's name,
+// the trace id and the step's name, a line each.
+func programText(p *entry.Program) string {
+	return p.Name + "\n" + p.Trace + "\n" + p.Step
+}
+
 // columnsTx fills in the searchable columns of a new entry, inside the
 // transaction that appends it (a hook in appendTx): an outcome takes its
-// receipt's, a pin event its server and tool. (The append itself records
-// a step back of the wall clock.) The full-text index takes the entry in
-// later (indexer.go). Its statements are prepared once (l.stmts).
+// receipt's, a pin event its server and tool, a receipt its program (read
+// from its signed body, so that what is found is what was signed). (The
+// append itself records a step back of the wall clock.) The full-text
+// index takes the entry in later (indexer.go). Its statements are
+// prepared once (l.stmts).
 func (l *Log) columnsTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c columns) error {
 	switch e.Kind {
 	case entry.KindOutcome:
 		if _, err := l.stmts.exec(ctx, tx, `UPDATE entries SET server = r.server, tool = r.tool, decision = r.decision, client = r.client
 			FROM entries AS r WHERE entries.idx = ? AND r.id = ? AND r.kind = 'receipt'`, e.Index, c.receipt); err != nil {
+			return fmt.Errorf("index entry %d: %w", e.Index, err)
+		}
+		if !l.programs {
+			break
+		}
+		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO entry_programs (idx, program)
+			SELECT ?, p.program FROM entries AS r JOIN entry_programs AS p ON p.idx = r.idx WHERE r.id = ? AND r.kind = 'receipt'`, e.Index, c.receipt); err != nil {
+			return fmt.Errorf("index entry %d: %w", e.Index, err)
+		}
+	case entry.KindReceipt:
+		if !l.programs || !bytes.Contains(e.Body, []byte(`"program":{`)) {
+			break
+		}
+		var r struct {
+			Program *entry.Program `json:"program"`
+		}
+		if err := json.Unmarshal(e.Body, &r); err != nil || r.Program == nil {
+			break
+		}
+		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO entry_programs (idx, program) VALUES (?, ?)`, e.Index, programText(r.Program)); err != nil {
 			return fmt.Errorf("index entry %d: %w", e.Index, err)
 		}
 	case entry.KindPin:
@@ -243,7 +349,8 @@ var ErrQuery = errors.New("invalid query")
 // A Query selects entries of the log. The zero Query selects them all.
 //
 // Text is words to find, each of which must appear in an entry's server,
-// tool, decision, client or payload text (case and accents aside). Words
+// tool, decision, client or payload text, or the program, trace and step
+// it was a step of (case and accents aside). Words
 // are letters and digits; other characters separate them, except that:
 //
 //   - a word with punctuation inside, such as alice@example.com,

@@ -606,3 +606,104 @@ func TestShortenedPrefixesFindTheSame(t *testing.T) {
 		t.Fatal("no query found anything")
 	}
 }
+
+// programCall appends the receipt and outcome of step step of a run of
+// program name.
+func programCall(tb testing.TB, l *Log, name, trace, step string, seq int, args string) (r, o *entry.Entry) {
+	tb.Helper()
+	ctx := context.Background()
+	r, err := l.AppendReceipt(ctx, entry.Receipt{
+		Capability: entry.Capability("fs", "read_text_file"), Server: "fs", Tool: "read_text_file",
+		Decision: entry.Allow, Rule: "reads", Client: entry.Client{Name: "claude-code"},
+		Program: &entry.Program{Name: name, Hash: "sha256:00", Trace: trace, Step: step, Seq: seq},
+	}, []byte(args))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o, err = l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded}, []byte(`"done"`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r, o
+}
+
+// A program's step is found by the program's name, the run's trace id and
+// the step's name: in a log written before step 8 (whose index then holds
+// the step without them), once the step has run, and in a new one.
+func TestSearchProgramFields(t *testing.T) {
+	ctx := context.Background()
+	dir, key := t.TempDir(), newKey(t)
+	st, err := store.Open(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := open(ctx, st, key, false, migrations[:programStep-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trace = "tr_K7QX2M4PZB3N5RT6VW8Y"
+	r1, o1 := programCall(t, old, "tidy-notes", trace, "readtoday", 1, `{"path":"/n/today.md"}`)
+	call(t, old, "fs", "read_text_file", entry.Allow, "claude-code", `{"path":"/n/tidy.md"}`, entry.Succeeded, `"x"`)
+	if _, err := old.CatchUpIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// One step the index has not taken in yet when the schema changes.
+	old.index.mu.Lock()
+	old.index.off = true
+	old.index.mu.Unlock()
+	r2, o2 := programCall(t, old, "tidy-notes", trace, "savetoday", 2, `{"path":"/n/out.md"}`)
+	if got := ids(mustSearch(t, &Reader{db: st.DB()}, Query{Text: trace})); len(got) != 0 {
+		t.Fatalf("before step 8, Search(trace) = %v, want nothing (the schema has no program text)", got)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err = store.Open(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := Open(ctx, st, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := []string{o2.ID, r2.ID, o1.ID, r1.ID}
+	for _, q := range []Query{{Text: trace}, {Text: strings.ToLower(trace)}, {Text: "tidy-notes", Kind: "receipt"}, {Text: "readtoday"}} {
+		want := run
+		switch {
+		case q.Kind == "receipt":
+			want = []string{r2.ID, r1.ID}
+		case q.Text == "readtoday":
+			want = []string{o1.ID, r1.ID}
+		}
+		if got := ids(mustSearch(t, l, q)); !slices.Equal(got, want) {
+			t.Errorf("Search(%+v) = %v, want %v", q, got, want)
+		}
+	}
+	// The payloads are found as before, and the index is whole.
+	if got := ids(mustSearch(t, l, Query{Text: "today.md"})); !slices.Equal(got, []string{r1.ID}) {
+		t.Errorf("Search(today.md) = %v, want %v", got, []string{r1.ID})
+	}
+	if _, err := st.DB().ExecContext(ctx, `INSERT INTO search_fts (search_fts) VALUES ('integrity-check')`); err != nil {
+		t.Errorf("FTS integrity-check after step 8: %v", err)
+	}
+
+	// A step appended now, and an erasure of a step's arguments.
+	r3, o3 := programCall(t, l, "weekly", "tr_AAAABBBBCCCCDDDDEEEE", "summarize", 1, `{"path":"/n/week.md"}`)
+	if got := ids(mustSearch(t, l, Query{Text: "summarize"})); !slices.Equal(got, []string{o3.ID, r3.ID}) {
+		t.Errorf("Search(summarize) = %v, want %v", got, []string{o3.ID, r3.ID})
+	}
+	if _, err := l.Erase(ctx, []string{r1.ID}, "request 9"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(mustSearch(t, l, Query{Text: "today.md"})); len(got) != 0 {
+		t.Errorf("Search(today.md) after its erasure = %v, want nothing", got)
+	}
+	if got := ids(mustSearch(t, l, Query{Text: trace})); !slices.Equal(got, run) {
+		t.Errorf("Search(trace) after an erasure = %v, want %v: the step is still named", got, run)
+	}
+	if _, err := st.DB().ExecContext(ctx, `INSERT INTO search_fts (search_fts) VALUES ('integrity-check')`); err != nil {
+		t.Errorf("FTS integrity-check after the erasure: %v", err)
+	}
+}

@@ -576,6 +576,19 @@ func TestApprovalUnderXvfb(t *testing.T) {
 		Args: mustJSON(t, map[string]any{"team": "WEB", "title": "Checkout fails on Safari 17", "priority": 2,
 			"labels": []any{"bug", "checkout"}, "assignee": map[string]any{"email": "ann@example.com"}}),
 		Description: "Create an issue in a Linear team.", Session: "8c4e77"}
+	// A program approved as a whole: every step in order, and the answer
+	// bound to this program.
+	plan := &approval.Plan{Program: "tidy-notes", Hash: "sha256:3f7c9a0d5e1b24c68f0a9d3e7b5c1f2a4d6e8b0c9a7f5e3d1c2b4a6f8e0d9c7b", Steps: []approval.PlanStep{
+		{Name: "read", Kind: "tool", Server: "fs", Tool: "read_text_file", Args: json.RawMessage(`{"path":"/home/me/notes/today.md"}`)},
+		{Name: "long", Kind: "condition", Detail: "if len(steps.read.text) > 1000 then check else end"},
+		{Name: "check", Kind: "approval", Detail: "a person's checkpoint: Archive today's notes?"},
+		{Name: "save", Kind: "tool", Server: "fs", Tool: "write_file", Args: json.RawMessage(`{"content":"${steps.read.text}","path":"/home/me/notes/archive/today.md"}`)},
+		{Name: "remember", Kind: "tool", Server: "memory", Tool: "create_entities",
+			Args: json.RawMessage(`{"entities":[{"entityType":"note","name":"today","observations":["archived"]}]}`)},
+	}}
+	tidyNotes := approval.Request{Server: "programs", Tool: "tidy-notes", Client: "claude-code", Risk: "high", Rule: "program:plan",
+		Args: mustJSON(t, map[string]any{"program": plan.Program, "hash": plan.Hash, "steps": plan.Steps}), Session: "tr_K7QX2M4PZB3N5RT6VW8Y", Plan: plan,
+		Description: "Approve program tidy-notes as a whole: its 5 steps, in order, as shown. Step save asks for approval (fs.write_file, rule ask-writes)."}
 	tests := []struct {
 		name   string
 		req    approval.Request
@@ -596,6 +609,7 @@ func TestApprovalUnderXvfb(t *testing.T) {
 		{name: "a file write", req: writeEnv, shot: "approval-file-write.png", key: "Escape", scope: approval.ScopeDeny},
 		{name: "an edit", req: editReadme, shot: "approval-edit.png", key: "Escape", scope: approval.ScopeDeny},
 		{name: "another tool", req: createIssue, shot: "approval-other-tool.png", key: "Escape", scope: approval.ScopeDeny},
+		{name: "a program's plan", req: tidyNotes, shot: "approval-plan.png", button: "Allow once", dx: 60, dy: 30, scope: approval.ScopeOnce},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

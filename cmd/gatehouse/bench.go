@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/bench"
 	"github.com/gatehouse-dev/gatehouse/gateway/downstream"
 	"github.com/gatehouse-dev/gatehouse/gateway/policy"
+	"github.com/gatehouse-dev/gatehouse/gateway/programs"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
@@ -27,12 +30,15 @@ type benchFlags struct {
 	rounds      int
 	proxies     int
 	json        bool
+	programs    bool
+	runs        int
+	steps       string
 }
 
 var benchCmd = &command{
 	name:    "bench",
-	usage:   "[--server NAME [--tool TOOL] [--arg ARG]] [--governed] [--calls N] [--concurrency N] [--proxies N] [--starts N] [--payload BYTES] [--rounds N] [--json]",
-	summary: "measure the proxy: calls/s and latency, direct and through the gate; start-up time",
+	usage:   "[--server NAME [--tool TOOL] [--arg ARG]] [--governed] [--calls N] [--concurrency N] [--proxies N] [--starts N] [--payload BYTES] [--rounds N] [--json] | --programs [--steps LIST] [--runs N] [--rounds N] [--payload BYTES] [--json]",
+	summary: "measure the proxy: calls/s and latency, direct and through the gate; start-up time; governed programs",
 	help: `
 Runs a small MCP server with one echo tool and calls it both directly and
 through 'gatehouse proxy --pass-through', in alternating rounds so that
@@ -59,6 +65,14 @@ proxies at once, each making its share of --calls one at a time, all writing
 to the home's one database. The report gives the proxy's memory (resident,
 once started and at most under the calls) on Linux.
 
+--programs measures governed programs instead: programs of --steps echo
+steps each (4 and 30) run with run_program of 'gatehouse programs', side by
+side with the same steps called one by one through the governed proxy,
+--runs programs of each size each way in alternating rounds; then every
+trace made is replayed. Each step is a governed call in both modes: its
+signed receipt durable before it runs, its signed outcome after. Like
+--governed, it needs the keychain for the temporary home's signing key.
+
 Read the proxy/direct ratio rather than the absolute figures, which depend
 on the machine. docs/performance.md has the figures and what they mean.`,
 	flags: flagged(func(fs *flag.FlagSet, f *benchFlags) {
@@ -73,6 +87,9 @@ on the machine. docs/performance.md has the figures and what they mean.`,
 		fs.IntVar(&f.rounds, "rounds", 10, "interleaved rounds per mode the calls are split into")
 		fs.IntVar(&f.proxies, "proxies", 0, "also measure `n` proxies making calls at once (--calls in all), writing to one database")
 		fs.BoolVar(&f.json, "json", false, "print the report as JSON")
+		fs.BoolVar(&f.programs, "programs", false, "measure governed programs, and the same steps called one by one")
+		fs.IntVar(&f.runs, "runs", 60, "with --programs, `n` programs of each size each way")
+		fs.StringVar(&f.steps, "steps", "4,30", "with --programs, the steps of each program, a comma-separated `list`")
 	}, runBench),
 }
 
@@ -83,6 +100,9 @@ func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, f *benchFlags, args
 	}
 	if len(pos) != 0 {
 		return usagef("bench: unexpected argument %q", pos[0])
+	}
+	if f.programs {
+		return c.benchPrograms(ctx, fs, f)
 	}
 	cfg := bench.Config{
 		Calls:       f.calls,
@@ -244,4 +264,60 @@ var benchEchoServerCmd = &command{
 		}
 		return bench.ServeEcho(ctx, c.stdin, c.stdout)
 	},
+}
+
+// benchPrograms is bench --programs: governed programs, and the same steps
+// called one by one, in a temporary home.
+func (c *cli) benchPrograms(ctx context.Context, fs *flag.FlagSet, f *benchFlags) error {
+	var bad string
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "programs", "runs", "steps", "rounds", "payload", "json", "home":
+		default:
+			bad = fl.Name
+		}
+	})
+	if bad != "" {
+		return usagef("bench: --%s is not a flag of --programs", bad)
+	}
+	cfg := bench.ProgramsConfig{Programs: f.runs, Rounds: f.rounds, Payload: f.payload}
+	for _, s := range strings.Split(f.steps, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > programs.MaxSteps {
+			return usagef("bench: --steps %q: want numbers from 1 to %d, separated by commas", f.steps, programs.MaxSteps)
+		}
+		cfg.Sizes = append(cfg.Sizes, n)
+	}
+	if f.runs < 1 || f.rounds < 1 || f.payload < 1 {
+		return usagef("bench: --runs, --rounds and --payload must be at least 1")
+	}
+	var err error
+	if cfg.Gatehouse, err = os.Executable(); err != nil {
+		return fmt.Errorf("bench: find the gatehouse binary: %w", err)
+	}
+	home, err := os.MkdirTemp("", "gatehouse-bench-")
+	if err != nil {
+		return fmt.Errorf("bench: create a temporary home: %w", err)
+	}
+	defer os.RemoveAll(home)
+	cfg.Home = home
+	if err := registerBenchServer(ctx, home, cfg.Gatehouse); err != nil {
+		return err
+	}
+	purge, err := allowBenchEcho(ctx, home)
+	if err != nil {
+		return err
+	}
+	defer purge()
+	fmt.Fprintf(c.stderr, "gatehouse bench: %d programs of %s steps each way, as programs and one call at a time...\n", cfg.Programs, f.steps)
+	rep, err := bench.RunPrograms(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if f.json {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteText(c.stdout)
 }

@@ -20,7 +20,9 @@ import (
 
 const queryHelp = `
 QUERY is words that must all appear in an entry's server, tool, decision,
-client or payload text (arguments, results), case and accents aside. A word
+client, payload text (arguments, results) or, for a step of a governed
+program, the program's name, trace id or step name, case and accents
+aside. A word
 with punctuation inside, such as alice@example.com, /home/me/notes.txt or
 read_file, must appear exactly so; "double quotes" (inside shell quotes)
 make a phrase; a final * matches any ending (invoice*). Nothing else is

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -218,6 +219,23 @@ func TestProgramsEndToEnd(t *testing.T) {
 	for step, w := range want {
 		if steps[step] != w {
 			t.Errorf("receipt of step %s = %q, want %q (all: %v)", step, steps[step], w, steps)
+		}
+	}
+
+	// History finds the run's receipts by its trace id, and a step's by
+	// its name, as it finds calls.
+	for _, q := range []struct{ text, want string }{{r.trace, "create_entities read_text_file write_file"}, {"remember", "create_entities"}} {
+		var page struct{ Hits []struct{ Tool string } }
+		if err := json.Unmarshal([]byte(gatehouse(t, home, "history", "--kind", "receipt", "--json", q.text)), &page); err != nil {
+			t.Fatal(err)
+		}
+		var tools []string
+		for _, h := range page.Hits {
+			tools = append(tools, h.Tool)
+		}
+		slices.Sort(tools)
+		if got := strings.Join(tools, " "); got != q.want {
+			t.Errorf("history %s = receipts of %q, want %q", q.text, got, q.want)
 		}
 	}
 

@@ -233,6 +233,18 @@ func (p *Program) validate(registered Servers) error {
 		}
 		index[s.Name] = i
 	}
+	if registered != nil {
+		// Each server is looked up once, however many steps call it.
+		known, lookup := map[string]bool{}, registered
+		registered = func(name string) bool {
+			ok, seen := known[name]
+			if !seen {
+				ok = lookup(name)
+				known[name] = ok
+			}
+			return ok
+		}
+	}
 	p.conds = map[string]*vm.Program{}
 	for i, s := range p.Steps {
 		if err := p.validateStep(i, s, index, registered); err != nil {

@@ -93,7 +93,7 @@ func (x *replayer) external(_ context.Context, _ *Program, _ *Trace, seq int, s 
 	return o
 }
 
-func (x *replayer) record(_ context.Context, _ *Trace, rec StepRecord) error {
+func (x *replayer) record(_ context.Context, _ *Trace, rec StepRecord, _ bool) error {
 	if len(x.rep.Diffs) > 0 {
 		return nil // the first difference is the one that counts
 	}

@@ -116,7 +116,8 @@ func (r *Runner) Parse(body []byte) (*Program, error) {
 	return Parse(body, r.opts.Registered)
 }
 
-// Run parses body, saves the program under its name, and runs it. A
+// Run parses body, saves the program under its name with its new run,
+// and runs it. A
 // program that does not parse returns an error wrapping [ErrInvalid], and
 // nothing runs. With a key already used, the trace of that run is returned
 // as it is.
@@ -130,11 +131,8 @@ func (r *Runner) Run(ctx context.Context, body []byte, ro RunOptions) (*Trace, e
 			return t, nil
 		}
 	}
-	if err := r.store.Save(ctx, p, body); err != nil {
-		return nil, err
-	}
 	t := &Trace{ID: newTraceID(), Key: ro.Key, Client: ro.Client, Name: p.Name, Hash: p.Hash(), Body: body, Status: StatusRunning}
-	existing, err := r.store.create(ctx, t)
+	existing, err := r.store.start(ctx, p, t, p.Steps[0].Kind != KindTool)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +176,7 @@ type outcome struct {
 // effects runs a step's outside part: live, or from a trace (replay).
 type effects interface {
 	external(ctx context.Context, p *Program, t *Trace, seq int, s Step, input json.RawMessage) outcome
-	record(ctx context.Context, t *Trace, rec StepRecord) error
+	record(ctx context.Context, t *Trace, rec StepRecord, sync bool) error
 	state(ctx context.Context, t *Trace) error
 }
 
@@ -303,7 +301,10 @@ func (r *Runner) execute(ctx context.Context, p *Program, t *Trace, fx effects) 
 			t.Status, t.Error = StatusStalled, fmt.Sprintf("%d steps made no progress, over the budget (max_stalled %d); the last, %s: %s", t.Stalled, maxStalled, s.Name, o.message)
 		}
 		t.Steps = append(t.Steps, rec)
-		if err := fx.record(context.WithoutCancel(ctx), t, rec); err != nil {
+		// The record must be durable before the next step has an effect:
+		// a tool step's receipt, flushed before its call, flushes it too.
+		sync := t.Status != StatusRunning || t.Position >= len(p.Steps) || p.Steps[t.Position].Kind != KindTool
+		if err := fx.record(context.WithoutCancel(ctx), t, rec, sync); err != nil {
 			return err
 		}
 		if t.Status != StatusRunning {
@@ -456,8 +457,8 @@ type live struct {
 	ro RunOptions
 }
 
-func (l *live) record(ctx context.Context, t *Trace, rec StepRecord) error {
-	return l.r.store.appendStep(ctx, t, rec)
+func (l *live) record(ctx context.Context, t *Trace, rec StepRecord, sync bool) error {
+	return l.r.store.appendStep(ctx, t, rec, sync)
 }
 
 func (l *live) state(ctx context.Context, t *Trace) error { return l.r.store.setState(ctx, t) }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/filelock"
 	"github.com/gatehouse-dev/gatehouse/receipts"
 )
 
@@ -78,7 +81,21 @@ type SavedProgram struct {
 }
 
 // A Store keeps programs and their traces in the home's database.
-type Store struct{ db *sql.DB }
+type Store struct {
+	db *sql.DB
+	// writes is the home's queue of writers (receipts.WriteLockFile); nil
+	// for a database opened alone.
+	writes *filelock.Mutex
+	// A step's record and the run's state after it, prepared once: a run
+	// writes them at every step.
+	insertStep, setTrace *sql.Stmt
+}
+
+const (
+	insertStepSQL = `INSERT INTO program_steps (trace, seq, step, kind, status, input, output, message, receipt, next, hash, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	setTraceSQL = `UPDATE program_traces SET status = ?, error = ?, position = ?, stalled = ?, plan = ?, updated_at = ? WHERE id = ?`
+)
 
 var migrations = []string{
 	// 1: programs, runs and their steps.
@@ -127,23 +144,23 @@ func OpenStore(ctx context.Context, db receipts.Migrator) (*Store, error) {
 	if err := db.Migrate(ctx, "programs", migrations); err != nil {
 		return nil, fmt.Errorf("open programs: %w", err)
 	}
-	return &Store{db: db.DB()}, nil
+	s := &Store{db: db.DB()}
+	var err error
+	if s.insertStep, err = s.db.PrepareContext(ctx, insertStepSQL); err != nil {
+		return nil, fmt.Errorf("open programs: %w", err)
+	}
+	if s.setTrace, err = s.db.PrepareContext(ctx, setTraceSQL); err != nil {
+		return nil, fmt.Errorf("open programs: %w", err)
+	}
+	if h, ok := db.(interface{ Dir() string }); ok {
+		s.writes = filelock.New(filepath.Join(h.Dir(), receipts.WriteLockFile))
+	}
+	return s, nil
 }
 
 const timeFormat = time.RFC3339Nano
 
 func newTraceID() string { return "tr_" + rand.Text()[:20] }
-
-// Save keeps p under its name, replacing an older version.
-func (s *Store) Save(ctx context.Context, p *Program, body []byte) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO program_defs (name, hash, body, saved_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, body = excluded.body, saved_at = excluded.saved_at`,
-		p.Name, p.Hash(), body, time.Now().UTC().Format(timeFormat))
-	if err != nil {
-		return fmt.Errorf("save program %s: %w", p.Name, err)
-	}
-	return nil
-}
 
 // Programs lists the saved programs, by name.
 func (s *Store) Programs(ctx context.Context) ([]SavedProgram, error) {
@@ -189,18 +206,29 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// create records a new run, or returns the run an idempotency key already
-// made (existing true).
-func (s *Store) create(ctx context.Context, t *Trace) (existing bool, err error) {
+// start keeps p under its name (replacing an older version) and records
+// its new run t, in one transaction, or returns the run an idempotency key
+// already made (existing true). Without sync, the commit is not flushed:
+// the runner asks for that when the run's first step is a tool step, whose
+// receipt's flush flushes it too (see appendStep).
+func (s *Store) start(ctx context.Context, p *Program, t *Trace, sync bool) (existing bool, err error) {
 	now := time.Now().UTC()
 	t.Started, t.Updated = now, now
 	var key any
 	if t.Key != "" {
 		key = t.Key
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO program_traces (id, idem_key, client, name, hash, body, status, started_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idem_key) DO NOTHING`,
-		t.ID, key, t.Client, t.Name, t.Hash, []byte(t.Body), t.Status, now.Format(timeFormat), now.Format(timeFormat))
+	err = s.inTx(ctx, sync, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO program_defs (name, hash, body, saved_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, body = excluded.body, saved_at = excluded.saved_at`,
+			p.Name, p.Hash(), []byte(t.Body), now.Format(timeFormat)); err != nil {
+			return fmt.Errorf("save program %s: %w", p.Name, err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO program_traces (id, idem_key, client, name, hash, body, status, started_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idem_key) DO NOTHING`,
+			t.ID, key, t.Client, t.Name, t.Hash, []byte(t.Body), t.Status, now.Format(timeFormat), now.Format(timeFormat))
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("record the run: %w", err)
 	}
@@ -228,40 +256,84 @@ func (s *Store) TraceByKey(ctx context.Context, key string) (*Trace, error) {
 }
 
 // appendStep records one attempt and the run's state after it, in one
-// transaction: when it returns, both are durable.
-func (s *Store) appendStep(ctx context.Context, t *Trace, r StepRecord) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+// transaction. With sync, both are durable when it returns. Without, they
+// are written to the write-ahead log but not flushed to the disk
+// (synchronous=NORMAL): the next commit that is flushed, in this process
+// or another, flushes them too, since it flushes the same log file. The
+// runner asks for that only when the step that follows is a tool step,
+// whose receipt is committed and flushed before its call runs; so a record
+// MUST still be durable before the call of the step that follows it.
+func (s *Store) appendStep(ctx context.Context, t *Trace, r StepRecord, sync bool) error {
+	err := s.inTx(ctx, sync, func(tx *sql.Tx) error {
+		at := r.At.UTC().Format(timeFormat)
+		if _, err := tx.StmtContext(ctx, s.insertStep).ExecContext(ctx, t.ID, r.Seq, r.Step, r.Kind, r.Status, []byte(r.Input), []byte(r.Output),
+			r.Message, r.Receipt, r.Next, r.Hash, at); err != nil {
+			return err
+		}
+		return s.updateTrace(ctx, tx, t, at)
+	})
 	if err != nil {
 		return fmt.Errorf("record step %s: %w", r.Step, err)
 	}
-	defer tx.Rollback()
-	at := r.At.UTC().Format(timeFormat)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO program_steps (trace, seq, step, kind, status, input, output, message, receipt, next, hash, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, r.Seq, r.Step, r.Kind, r.Status, []byte(r.Input), []byte(r.Output),
-		r.Message, r.Receipt, r.Next, r.Hash, at); err != nil {
-		return fmt.Errorf("record step %s: %w", r.Step, err)
+	return nil
+}
+
+// inTx runs f in a write transaction, committing when f returns nil, after
+// queueing with the home's other writers: SQLite's own wait for its lock
+// sleeps in growing steps that no commit wakes, and a run's records
+// alternate with its receipts' commits. Without sync, the commit is not
+// flushed to the disk (see appendStep).
+func (s *Store) inTx(ctx context.Context, sync bool, f func(tx *sql.Tx) error) error {
+	if s.writes != nil {
+		lctx, cancel := context.WithTimeout(ctx, receipts.WriteLockWait)
+		unlock, err := s.writes.Lock(lctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("wait for the home's other writers: %w", err)
+		}
+		defer unlock()
 	}
-	if err := updateTrace(ctx, tx, t, at); err != nil {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if !sync {
+		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+			return err
+		}
+		defer func() {
+			// The connection goes back to the pool as the store opened
+			// it, or not at all.
+			if _, err := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); err != nil {
+				conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}()
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := f(tx); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-type execer interface {
-	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
-}
-
-func updateTrace(ctx context.Context, db execer, t *Trace, at string) error {
-	if _, err := db.ExecContext(ctx, `UPDATE program_traces SET status = ?, error = ?, position = ?, stalled = ?, plan = ?, updated_at = ? WHERE id = ?`,
-		t.Status, t.Error, t.Position, t.Stalled, t.Plan, at, t.ID); err != nil {
+// updateTrace records the run's status and position in tx.
+func (s *Store) updateTrace(ctx context.Context, tx *sql.Tx, t *Trace, at string) error {
+	if _, err := tx.StmtContext(ctx, s.setTrace).ExecContext(ctx, t.Status, t.Error, t.Position, t.Stalled, t.Plan, at, t.ID); err != nil {
 		return fmt.Errorf("record the run's state: %w", err)
 	}
 	return nil
 }
 
-// setState records the run's status and position.
+// setState records the run's status and position, durably.
 func (s *Store) setState(ctx context.Context, t *Trace) error {
-	return updateTrace(ctx, s.db, t, time.Now().UTC().Format(timeFormat))
+	return s.inTx(ctx, true, func(tx *sql.Tx) error {
+		return s.updateTrace(ctx, tx, t, time.Now().UTC().Format(timeFormat))
+	})
 }
 
 // Trace returns the run id with its steps.
