@@ -250,7 +250,7 @@ func (d *yamlDoc) entrySpan(data []byte, key, val *yaml.Node, want any) (*yamlEn
 			return e, nil
 		}
 	}
-	return nil, errors.New("Gatehouse cannot find its exact lines in the file")
+	return nil, errors.New("its exact lines in the file cannot be found")
 }
 
 // memberSpan returns the bytes of the member whose key starts at from and
@@ -470,7 +470,7 @@ func (c *yamlConv) entry(name string, n *yaml.Node, e *yamlEntry) (*jmember, err
 			}
 			span, ok := memberSpan(c.data, ks, next, k.Value, yamlValue(v))
 			if !ok {
-				return nil, fmt.Errorf("Gatehouse cannot find the exact lines of its %s", k.Value)
+				return nil, fmt.Errorf("the exact lines of its %s cannot be found", k.Value)
 			}
 			val = c.node(v, false)
 			val.start, val.end = span[0], span[1]
