@@ -31,6 +31,7 @@ type benchFlags struct {
 	proxies     int
 	json        bool
 	programs    bool
+	http        bool
 	runs        int
 	steps       string
 }
@@ -88,6 +89,7 @@ on the machine. docs/performance.md has the figures and what they mean.`,
 		fs.IntVar(&f.proxies, "proxies", 0, "also measure `n` proxies making calls at once (--calls in all), writing to one database")
 		fs.BoolVar(&f.json, "json", false, "print the report as JSON")
 		fs.BoolVar(&f.programs, "programs", false, "measure governed programs, and the same steps called one by one")
+		fs.BoolVar(&f.http, "http", false, "measure calls over MCP's streamable HTTP, direct and through gatehouse serve")
 		fs.IntVar(&f.runs, "runs", 60, "with --programs, `n` programs of each size each way")
 		fs.StringVar(&f.steps, "steps", "4,30", "with --programs, the steps of each program, a comma-separated `list`")
 	}, runBench),
@@ -103,6 +105,9 @@ func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, f *benchFlags, args
 	}
 	if f.programs {
 		return c.benchPrograms(ctx, fs, f)
+	}
+	if f.http {
+		return c.benchHTTP(ctx, fs, f)
 	}
 	cfg := bench.Config{
 		Calls:       f.calls,
@@ -264,6 +269,55 @@ var benchEchoServerCmd = &command{
 		}
 		return bench.ServeEcho(ctx, c.stdin, c.stdout)
 	},
+}
+
+// benchHTTP is bench --http: calls over streamable HTTP, direct and
+// through gatehouse serve, in a temporary home.
+func (c *cli) benchHTTP(ctx context.Context, fs *flag.FlagSet, f *benchFlags) error {
+	var bad string
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "http", "calls", "rounds", "payload", "concurrency", "json", "home":
+		default:
+			bad = fl.Name
+		}
+	})
+	if bad != "" {
+		return usagef("bench: --%s is not a flag of --http", bad)
+	}
+	if f.calls < 1 || f.rounds < 1 || f.payload < 1 || f.concurrency < 1 {
+		return usagef("bench: --calls, --rounds, --payload and --concurrency must be at least 1")
+	}
+	cfg := bench.HTTPConfig{Calls: f.calls, Rounds: f.rounds, Payload: f.payload, Concurrency: f.concurrency}
+	var err error
+	if cfg.Gatehouse, err = os.Executable(); err != nil {
+		return fmt.Errorf("bench: find the gatehouse binary: %w", err)
+	}
+	home, err := os.MkdirTemp("", "gatehouse-bench-")
+	if err != nil {
+		return fmt.Errorf("bench: create a temporary home: %w", err)
+	}
+	defer os.RemoveAll(home)
+	cfg.Home = home
+	if err := registerBenchServer(ctx, home, cfg.Gatehouse); err != nil {
+		return err
+	}
+	purge, err := allowBenchEcho(ctx, home)
+	if err != nil {
+		return err
+	}
+	defer purge()
+	fmt.Fprintf(c.stderr, "gatehouse bench: %d calls over HTTP each way, direct and through gatehouse serve...\n", cfg.Calls)
+	rep, err := bench.RunHTTP(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if f.json {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteText(c.stdout)
 }
 
 // benchPrograms is bench --programs: governed programs, and the same steps

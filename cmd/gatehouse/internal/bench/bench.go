@@ -245,6 +245,11 @@ type mode struct {
 	// term: the server may need SIGTERM to stop, after directStopGrace.
 	// Not for the proxy, which must exit by itself when its input closes.
 	term bool
+	// connect, when set, reaches a server that runs already (over HTTP)
+	// instead of spawning argv; stderr is that server's, to explain a
+	// failure.
+	connect func(context.Context) (*mcp.ClientSession, error)
+	stderr  *tail
 }
 
 // call is the tool a session calls, and how its answers are checked.
@@ -342,8 +347,11 @@ func (r *Report) measureCalls(ctx context.Context, cfg *Config, ms []mode, fs *f
 			return fmt.Errorf("%s: warm-up: %w", sd.name, err)
 		}
 	}
-	proxyPID := sides[1].s.cmd.Process.Pid
-	r.ProxyMemory.Idle, _, _ = procMemory(proxyPID)
+	proxyPID := 0
+	if cmd := sides[1].s.cmd; cmd != nil {
+		proxyPID = cmd.Process.Pid
+		r.ProxyMemory.Idle, _, _ = procMemory(proxyPID)
+	}
 	var syncs []time.Duration
 	next := 0 // number of the next call's message
 	for round := range cfg.Rounds {
@@ -381,7 +389,9 @@ func (r *Report) measureCalls(ctx context.Context, cfg *Config, ms []mode, fs *f
 			syncs = append(syncs, d...)
 		}
 	}
-	_, r.ProxyMemory.Peak, _ = procMemory(proxyPID)
+	if proxyPID != 0 {
+		_, r.ProxyMemory.Peak, _ = procMemory(proxyPID)
+	}
 	for _, sd := range sides {
 		if err := sd.s.close(); err != nil {
 			return fmt.Errorf("stop %s: %w", sd.name, err)
@@ -517,6 +527,18 @@ func (st *stopper) wait() error {
 // startSession spawns m's command and initializes an MCP session with it.
 // It returns the time from spawning to the answer to initialize.
 func startSession(ctx context.Context, m mode) (*session, time.Duration, error) {
+	if m.connect != nil {
+		t := m.stderr
+		if t == nil {
+			t = &tail{}
+		}
+		start := time.Now()
+		cs, err := m.connect(ctx)
+		if err != nil {
+			return nil, 0, t.annotate(err)
+		}
+		return &session{cs: cs, stderr: t, call: m.call}, time.Since(start), nil
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "gatehouse-bench", Version: "1"}, nil)
 	cmd := exec.Command(m.argv[0], m.argv[1:]...)
 	if len(m.env) > 0 {

@@ -22,16 +22,21 @@ const ServeCommand = "bench-echo-server"
 // returns nil when in ends (the client closed the server's stdin) or ctx is
 // done.
 func ServeEcho(ctx context.Context, in io.Reader, out io.Writer) error {
+	err := newEchoServer().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	if ctx.Err() != nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// newEchoServer is the echo server, for any transport.
+func newEchoServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "gatehouse-bench-echo", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "echo",
 		Description: "Return the message it is given.",
 	}, echo)
-	err := s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
-	if ctx.Err() != nil || errors.Is(err, io.EOF) {
-		return nil
-	}
-	return err
+	return s
 }
 
 type echoInput struct {
