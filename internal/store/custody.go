@@ -67,21 +67,28 @@ func checkHome(dir string, log *slog.Logger) error {
 		return fmt.Errorf("open home folder: %s belongs to uid %d, not to the user Gatehouse runs as (uid %d): run Gatehouse as its owner, or choose another home folder", dir, uid, os.Geteuid())
 	}
 	if perm := fi.Mode().Perm(); perm&ownerOnly != 0 {
+		betweenLooks(dir)
 		empty, err := isEmpty(dir)
 		if err != nil {
 			return fmt.Errorf("open home folder: %w", err)
 		}
-		if !empty {
+		switch {
+		case empty:
+			// An empty folder (made by hand or by mktemp for Gatehouse) has
+			// held nothing: it becomes the new home, the user's alone.
+			if err := os.Chmod(dir, perm&^ownerOnly); err != nil {
+				return &ModeError{Path: dir, Home: true, Mode: fi.Mode(), Fix: "chmod 700 " + shellwords.Quote(dir)}
+			}
+			log.Info("made the new home folder owner-only", slog.String("path", dir),
+				slog.String("was", fmt.Sprintf("%04o", perm)), slog.String("now", fmt.Sprintf("%04o", perm&^ownerOnly)))
+			return nil
+		case !privateNow(dir):
 			return &ModeError{Path: dir, Home: true, Mode: fi.Mode(), Fix: "chmod 700 " + shellwords.Quote(dir)}
 		}
-		// An empty folder (made by hand or by mktemp for Gatehouse) has
-		// held nothing: it becomes the new home, the user's alone.
-		if err := os.Chmod(dir, perm&^ownerOnly); err != nil {
-			return &ModeError{Path: dir, Home: true, Mode: fi.Mode(), Fix: "chmod 700 " + shellwords.Quote(dir)}
-		}
-		log.Info("made the new home folder owner-only", slog.String("path", dir),
-			slog.String("was", fmt.Sprintf("%04o", perm)), slog.String("now", fmt.Sprintf("%04o", perm&^ownerOnly)))
-		return nil
+		// Another process of this user took the empty folder between the
+		// look at its mode and the look inside (several proxies started
+		// at once on a new home): it is owner-only now, and its entries
+		// are checked as any owner-only home's.
 	}
 	// What is under the home folder is out of others' reach while the
 	// folder is owner-only; its entries are made owner-only too, so that a
@@ -119,6 +126,16 @@ func checkHome(dir string, log *slog.Logger) error {
 			slog.String("was", fmt.Sprintf("%04o", mode.Perm())), slog.String("now", fmt.Sprintf("%04o", mode.Perm()&^ownerOnly)))
 	}
 	return nil
+}
+
+// betweenLooks runs between the look at the home folder's mode and the
+// look inside it: where another process can act (a test's seam).
+var betweenLooks = func(dir string) {}
+
+// privateNow reports whether the folder dir is, now, owner-only.
+func privateNow(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.Mode().Perm()&ownerOnly == 0
 }
 
 // isEmpty reports whether the folder dir holds nothing.

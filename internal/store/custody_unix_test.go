@@ -191,3 +191,31 @@ func TestOpenTightensOldHome(t *testing.T) {
 		t.Errorf("log = %q, names kept.txt, which was owner-only already", log.String())
 	}
 }
+
+// Several processes open a new home, an empty folder open to others, at
+// once: one takes it (makes it owner-only and creates the database) after
+// another saw it open and before that one looks inside. The second opens
+// the home the first took; it does not refuse it for holding a file.
+func TestOpenHomeTakenMeanwhile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "home")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	betweenLooks = func(dir string) {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "gatehouse.db"), nil, 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { betweenLooks = func(string) {} }()
+	st, err := Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatalf("open a home another process took meanwhile: %v", err)
+	}
+	st.Close()
+}

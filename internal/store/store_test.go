@@ -258,10 +258,20 @@ func TestConcurrentProcesses(t *testing.T) {
 
 // Eight processes open a brand-new home folder at the same moment: the
 // switch to WAL and the first migrations race, and every process gets a
-// working store.
+// working store. The folder does not exist yet, or exists empty and open
+// to others (made by hand or mktemp): one process takes it, and the others,
+// which saw it open and then saw the first one's files in it, open it too.
 func TestConcurrentFirstOpen(t *testing.T) {
-	for round := range 3 {
+	for round := range 6 {
 		dir := filepath.Join(t.TempDir(), "fresh")
+		if round%2 == 1 {
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, 0o755); err != nil { // whatever the umask
+				t.Fatal(err)
+			}
+		}
 		const n = 8
 		cmds := make([]*exec.Cmd, n)
 		for i := range cmds {
