@@ -535,6 +535,33 @@ func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateK
 		}
 	}
 	c := d.index
+	var receiptIdx int64
+	if d.kind == entry.KindOutcome {
+		// The receipt's row carries the status, for search (the signed
+		// receipt itself never changes), and gives the outcome's row its
+		// server, tool, decision and client: one statement, before the
+		// insert, so that the outcome's row is written once, whole.
+		rows, err := l.stmts.query(ctx, tx, `UPDATE entries SET status = ? WHERE id = ? AND kind = 'receipt'
+			RETURNING idx, server, tool, decision, client`, c.status, c.receipt)
+		if err != nil {
+			return nil, nil, err
+		}
+		found := false
+		for rows.Next() {
+			found = true
+			err = rows.Scan(&receiptIdx, &c.server, &c.tool, &c.decision, &c.client)
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		rows.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+		if !found {
+			return nil, nil, fmt.Errorf("outcome for receipt %s: %w", c.receipt, ErrNotFound)
+		}
+	}
 	if _, err := l.stmts.exec(ctx, tx, `INSERT INTO entries
 		(idx, id, kind, time_ns, key_id, server, tool, decision, status, client, receipt_id, data)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -555,20 +582,9 @@ func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateK
 			return nil, nil, err
 		}
 	}
-	if d.kind == entry.KindOutcome {
-		// The receipt's row carries the status, for search; the signed
-		// receipt itself never changes.
-		res, err := l.stmts.exec(ctx, tx, `UPDATE entries SET status = ? WHERE id = ? AND kind = 'receipt'`, c.status, c.receipt)
-		if err != nil {
-			return nil, nil, err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil, nil, fmt.Errorf("outcome for receipt %s: %w", c.receipt, ErrNotFound)
-		}
-	}
 	// Search follows the log: the entry gets its searchable columns now,
 	// and the full-text index takes it in later (indexer.go).
-	if err := l.columnsTx(ctx, tx, e, d.index); err != nil {
+	if err := l.columnsTx(ctx, tx, e, receiptIdx); err != nil {
 		return nil, nil, err
 	}
 	if l.inlineIndex {

@@ -209,25 +209,25 @@ func programText(p *entry.Program) string {
 	return p.Name + "\n" + p.Trace + "\n" + p.Step
 }
 
-// columnsTx fills in the searchable columns of a new entry, inside the
-// transaction that appends it (a hook in appendTx): an outcome takes its
-// receipt's, a pin event its server and tool, a receipt its program (read
+// columnsTx fills in the searchable columns of a new entry that the
+// append could not write with its row, inside the transaction that appends
+// it (a hook in appendTx): an outcome its receipt's program (the append
+// gave its row the receipt's other columns; receiptIdx is the receipt's
+// index), a pin event its server and tool, a receipt its program (read
 // from its signed body, so that what is found is what was signed). (The
 // append itself records a step back of the wall clock.) The full-text
 // index takes the entry in later (indexer.go). Its statements are
 // prepared once (l.stmts).
-func (l *Log) columnsTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, c columns) error {
+func (l *Log) columnsTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, receiptIdx int64) error {
 	switch e.Kind {
 	case entry.KindOutcome:
-		if _, err := l.stmts.exec(ctx, tx, `UPDATE entries SET server = r.server, tool = r.tool, decision = r.decision, client = r.client
-			FROM entries AS r WHERE entries.idx = ? AND r.id = ? AND r.kind = 'receipt'`, e.Index, c.receipt); err != nil {
-			return fmt.Errorf("index entry %d: %w", e.Index, err)
-		}
 		if !l.programs {
 			break
 		}
+		// A look-up of the receipt's row by its key: most receipts have
+		// no program, and then nothing is written.
 		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO entry_programs (idx, program)
-			SELECT ?, p.program FROM entries AS r JOIN entry_programs AS p ON p.idx = r.idx WHERE r.id = ? AND r.kind = 'receipt'`, e.Index, c.receipt); err != nil {
+			SELECT ?, program FROM entry_programs WHERE idx = ?`, e.Index, receiptIdx); err != nil {
 			return fmt.Errorf("index entry %d: %w", e.Index, err)
 		}
 	case entry.KindReceipt:
