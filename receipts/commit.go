@@ -151,7 +151,8 @@ func minTime(a, b time.Time) time.Time {
 //
 // When the home's commits are shared and another process is the writer,
 // batch goes to it instead (writer.go), and its jobs are done when it
-// answers.
+// answers; all but the receipts with a write of their caller's
+// (AppendReceiptWith), which only this process can run.
 func (c *committer) commit(batch []*job) {
 	c.mu.Lock()
 	s := c.shared
@@ -159,7 +160,7 @@ func (c *committer) commit(batch []*job) {
 	if s != nil {
 		var travel, here []*job
 		for _, j := range batch {
-			if travels(j.d.kind) {
+			if travels(j.d.kind) && j.d.with == nil {
 				travel = append(travel, j)
 			} else {
 				here = append(here, j)

@@ -376,8 +376,16 @@ type draft struct {
 	body     any
 	index    columns
 	payloads []payload
-	// A draft is data only: another process may commit it (writer.go).
+	// A draft is data only, so another process may commit it (writer.go);
+	// except with, a write of the caller's own into the transaction that
+	// appends the draft, which keeps the draft in this process.
+	with TxWrite
 }
+
+// A TxWrite is a caller's write committed in the transaction that appends
+// an entry: it is durable exactly when the entry is, and the entry is not
+// appended if it fails.
+type TxWrite func(ctx context.Context, tx *sql.Tx) error
 
 // columns are an entry's searchable fields, stored beside it (not signed).
 type columns struct {
@@ -423,12 +431,22 @@ func newPayload(part string, data []byte) payload {
 // are committed to whole but not stored. Arguments up to the cap are stored
 // beside the log. It returns when the receipt is durable.
 func (l *Log) AppendReceipt(ctx context.Context, r entry.Receipt, args []byte) (*entry.Entry, error) {
+	return l.AppendReceiptWith(ctx, r, args, nil)
+}
+
+// AppendReceiptWith is AppendReceipt, running also, when not nil, in the
+// receipt's transaction before the receipt is appended: the receipt is
+// appended only if it succeeds, and it is durable when the receipt is.
+// Such a receipt is committed by this process, never by the home's writer
+// for it.
+func (l *Log) AppendReceiptWith(ctx context.Context, r entry.Receipt, args []byte, also TxWrite) (*entry.Entry, error) {
 	p := newPayload("args", args)
 	r.Args, r.ArgsNotKept = p.commitment, p.notKept
 	return l.append(ctx, draft{
 		kind: entry.KindReceipt, prefix: "r", body: r,
 		index:    columns{server: r.Server, tool: r.Tool, decision: r.Decision, client: r.Client.Name},
 		payloads: []payload{p},
+		with:     also,
 	})
 }
 
@@ -476,6 +494,11 @@ func (l *Log) appendTx(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, 
 
 // appendTxData is appendTx, returning the signed entry's bytes too.
 func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateKey, d draft) (*entry.Entry, []byte, error) {
+	if d.with != nil {
+		if err := d.with(ctx, tx); err != nil {
+			return nil, nil, err
+		}
+	}
 	// The log's size, and the time of its last entry.
 	var n, last int64
 	rows, err := l.stmts.query(ctx, tx, `SELECT idx + 1, time_ns FROM entries ORDER BY idx DESC LIMIT 1`)

@@ -357,3 +357,44 @@ func TestFailedAppendLeavesTreeWhole(t *testing.T) {
 		t.Errorf("size %d, want 20", n)
 	}
 }
+
+// A write given with a receipt is committed with it, or neither is.
+func TestAppendReceiptWith(t *testing.T) {
+	ctx := context.Background()
+	l, st := MustOpen(t, newKey(t))
+	if _, err := st.DB().ExecContext(ctx, `CREATE TABLE notes (n TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	note := func(text string) TxWrite {
+		return func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO notes (n) VALUES (?)`, text)
+			return err
+		}
+	}
+	r, err := l.AppendReceiptWith(ctx, sampleReceipt(), nil, note("with the receipt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := errors.New("the note could not be written")
+	_, err = l.AppendReceiptWith(ctx, sampleReceipt(), nil, func(ctx context.Context, tx *sql.Tx) error {
+		note("rolled back")(ctx, tx)
+		return failing
+	})
+	if !errors.Is(err, failing) {
+		t.Errorf("AppendReceiptWith with a failing write = %v, want its error", err)
+	}
+	var notes []string
+	rows, err := st.DB().QueryContext(ctx, `SELECT n FROM notes`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		notes = append(notes, n)
+	}
+	rows.Close()
+	if n, _ := l.Size(ctx); n != r.Index+1 || len(notes) != 1 || notes[0] != "with the receipt" {
+		t.Errorf("after a receipt with a note and one whose note failed: log size %d, notes %q; want %d and only the first note", n, notes, r.Index+1)
+	}
+}

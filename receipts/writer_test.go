@@ -4,6 +4,8 @@ package receipts
 
 import (
 	"bufio"
+	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +52,40 @@ func TestSharedCommits(t *testing.T) {
 	}
 	if p := mustSearch(t, w, Query{Text: "client7"}); len(p.Hits) != 1 || p.Hits[0].Status != entry.Succeeded {
 		t.Errorf("Search(client7) = %+v, want the receipt with its outcome's status", p.Hits)
+	}
+}
+
+// A receipt with a write of its caller's (AppendReceiptWith) is committed
+// by the process that makes it, write and all, even when another process
+// is the home's writer.
+func TestReceiptWithWriteStaysHere(t *testing.T) {
+	ctx := context.Background()
+	home, seed := t.TempDir(), newSeed(t)
+	w, _ := openShared(t, home, seed)
+	defer w.ShareCommits()()
+	appendOne(t, w, "first")
+	c, cst := openShared(t, home, seed)
+	defer c.ShareCommits()()
+	appendOne(t, c, "through-the-writer")
+	if s := c.commits.shared; s == nil || s.client == nil {
+		t.Fatal("the second log did not send its appends to the writer")
+	}
+	if _, err := cst.DB().ExecContext(ctx, `CREATE TABLE notes (n TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.AppendReceiptWith(ctx, sampleReceipt(), nil, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO notes (n) VALUES ('here')`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := cst.DB().QueryRowContext(ctx, `SELECT count(*) FROM notes`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("notes after the receipt: %d (%v), want 1", n, err)
+	}
+	if size := verifyLog(t, w); size != r.Index+1 {
+		t.Errorf("log size %d, want %d", size, r.Index+1)
 	}
 }
 

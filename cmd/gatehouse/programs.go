@@ -22,6 +22,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/gate"
 	"github.com/gatehouse-dev/gatehouse/gateway/programs"
 	"github.com/gatehouse-dev/gatehouse/internal/store"
+	"github.com/gatehouse-dev/gatehouse/receipts"
 	"github.com/gatehouse-dev/gatehouse/receipts/entry"
 )
 
@@ -180,10 +181,24 @@ func (g *governedTools) conn(server, client string) (*serverConn, error) {
 			ref := step.tc.Ref
 			return &ref
 		}
+		cfg.WithReceipt = func(ctx context.Context, _ *gateway.Call) receipts.TxWrite {
+			// The record of the run's step before this one: one commit
+			// makes it and this receipt durable.
+			if step := stepOf(ctx); step != nil && step.tc.Pending != nil {
+				return step.tc.Pending.InTx
+			}
+			return nil
+		}
 		cfg.Ask = func(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error) {
 			step := stepOf(ctx)
 			if step == nil {
 				return approval.Ask(ctx, socket, req, wait, progress)
+			}
+			// While a person decides, the trace shows the step before.
+			if p := step.tc.Pending; p != nil {
+				if err := p.Flush(ctx); err != nil {
+					return approval.Decision{}, err
+				}
 			}
 			d, err := g.ask(ctx, socket, &step.tc, req, wait, progress)
 			if errors.Is(err, approval.ErrPending) {
@@ -257,6 +272,10 @@ func (r recordingGovernor) Authorize(ctx context.Context, c *gateway.Call, progr
 	}
 	a, err := r.g.Authorize(context.WithValue(ctx, stepKey{}, step), c, progress)
 	if err == nil {
+		// Its receipt is written, and with it the step's pending record.
+		if p := step.tc.Pending; p != nil {
+			p.Committed()
+		}
 		step.decided(a, false)
 	}
 	return a, err
@@ -374,8 +393,11 @@ func (c *cli) openRunner(ctx context.Context, component string) (*programs.Runne
 	}
 	tools := newGovernedTools(ctx, c, st, log)
 	r := programs.NewRunner(ps, &programs.Options{
-		Tools:       tools,
-		Checkpoints: checkpoints{approval.SocketPath(st.Dir())},
+		Tools: tools,
+		// The gate writes a step's record with the next step's receipt
+		// (cfg.WithReceipt in conn), or before it asks a person.
+		PendingRecords: true,
+		Checkpoints:    checkpoints{approval.SocketPath(st.Dir())},
 		Registered: func(name string) bool {
 			_, err := st.Server(ctx, name)
 			return err == nil

@@ -103,6 +103,12 @@ type Config struct {
 	// nil returned, for an agent's own calls. It is given the context
 	// Authorize was given, which may carry the step.
 	Program func(ctx context.Context, c *gateway.Call) *entry.Program
+	// WithReceipt, when set, gives a write to commit in the same
+	// transaction as a call's receipt (nil: none): what must be durable
+	// before the call runs, as a program's record of its step before this
+	// one. The receipt is not written, and the call does not run, if it
+	// fails.
+	WithReceipt func(ctx context.Context, c *gateway.Call) receipts.TxWrite
 }
 
 // SecretSource returns a secret's value by id.
@@ -331,7 +337,11 @@ func (g *Gate) Authorize(ctx context.Context, c *gateway.Call, progress func(str
 	}
 	// A decision that was made is written even if the client has given up.
 	decided := time.Now()
-	e, err := g.cfg.Log.AppendReceipt(context.WithoutCancel(ctx), r, recordedArgs(c))
+	var with receipts.TxWrite
+	if g.cfg.WithReceipt != nil {
+		with = g.cfg.WithReceipt(ctx, c)
+	}
+	e, err := g.cfg.Log.AppendReceiptWith(context.WithoutCancel(ctx), r, recordedArgs(c), with)
 	if idem.fresh {
 		allowed := err == nil && d.verdict == policy.Allow
 		id := ""

@@ -2,6 +2,7 @@ package programs
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -199,4 +200,104 @@ type errTools struct{}
 
 func (errTools) Call(context.Context, ToolCall) (ToolResult, error) {
 	return ToolResult{Result: json.RawMessage(`{"content":[{"type":"text","text":"boom"}],"isError":true}`)}, nil
+}
+
+// receiptTools writes each call's pending record as the gate does, in the
+// transaction of the call's receipt, which ends as end says: "commit",
+// "rollback" (the receipt could not be written, so the call is refused),
+// or "unconfirmed" (it committed, and the gate failed after it). It notes
+// how many records of the run each call found in the database.
+type receiptTools struct {
+	fakeTools
+	db    *sql.DB
+	end   string
+	found []int
+}
+
+func (f *receiptTools) Call(ctx context.Context, c ToolCall) (ToolResult, error) {
+	if p := c.Pending; p != nil {
+		tx, err := f.db.BeginTx(ctx, nil)
+		if err != nil {
+			return ToolResult{}, err
+		}
+		if err := p.InTx(ctx, tx); err != nil {
+			tx.Rollback()
+			return ToolResult{}, err
+		}
+		switch f.end {
+		case "rollback":
+			tx.Rollback()
+			return ToolResult{}, errors.New("the receipt could not be written")
+		case "unconfirmed":
+			if err := tx.Commit(); err != nil {
+				return ToolResult{}, err
+			}
+			return ToolResult{}, errors.New("the idempotency key could not be recorded")
+		}
+		if err := tx.Commit(); err != nil {
+			return ToolResult{}, err
+		}
+		p.Committed()
+	}
+	var n int
+	if err := f.db.QueryRowContext(ctx, `SELECT count(*) FROM program_steps WHERE trace = ?`, c.Ref.Trace).Scan(&n); err != nil {
+		return ToolResult{}, err
+	}
+	f.found = append(f.found, n)
+	return f.fakeTools.Call(ctx, c)
+}
+
+// A step's record rides with the next step's receipt: every call finds
+// the records of all the steps before it, and a receipt that was not
+// written, or whose writing is not known to have ended well, leaves the
+// trace whole, with each record once.
+func TestRecordsRideWithReceipts(t *testing.T) {
+	t.Parallel()
+	const p = `{"name":"p","steps":[
+	 {"name":"a","kind":"tool","server":"fs","tool":"read_text_file"},
+	 {"name":"b","kind":"tool","server":"fs","tool":"read_text_file"},
+	 {"name":"c","kind":"tool","server":"fs","tool":"read_text_file"}]}`
+	tests := []struct {
+		end        string
+		status     string
+		steps      []string // the statuses of the trace's steps
+		foundCalls []int
+	}{
+		{"commit", StatusSuccess, []string{StepOK, StepOK, StepOK}, []int{0, 1, 2}},
+		{"rollback", StatusFailed, []string{StepOK, StepFailed}, []int{0}},
+		{"unconfirmed", StatusFailed, []string{StepOK, StepFailed}, []int{0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.end, func(t *testing.T) {
+			rt := &receiptTools{end: tt.end}
+			r := mustRunner(t, rt)
+			r.opts.PendingRecords = true
+			rt.db = r.store.db
+			ctx := context.Background()
+			tr, err := r.Run(ctx, []byte(p), RunOptions{Client: "c"})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if tr.Status != tt.status {
+				t.Errorf("Run = %s (%s), want %s", tr.Status, tr.Error, tt.status)
+			}
+			if fmt.Sprint(rt.found) != fmt.Sprint(tt.foundCalls) {
+				t.Errorf("the calls found %v records of the run before them, want %v", rt.found, tt.foundCalls)
+			}
+			stored, err := r.store.Trace(ctx, tr.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range stored.Steps {
+				got = append(got, s.Status)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.steps) || stored.Status != tt.status {
+				t.Errorf("the stored trace is %s with steps %v, want %s with %v", stored.Status, got, tt.status, tt.steps)
+			}
+			if rep, err := r.Replay(ctx, tr.ID); err != nil || !rep.Matched {
+				t.Errorf("Replay = %+v, %v; want every transition the same", rep, err)
+			}
+		})
+	}
 }

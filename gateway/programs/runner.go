@@ -24,6 +24,13 @@ type ToolCall struct {
 	Server  string
 	Tool    string
 	Args    json.RawMessage
+	// Pending, when not nil, is the record of the run's step before this
+	// one, not written yet: it MUST be durable before this call has any
+	// effect. The gate writes it in the transaction of the call's receipt
+	// ([Pending.InTx]), or on its own before it asks a person
+	// ([Pending.Flush]); the runner writes it after the call if neither
+	// did.
+	Pending *Pending
 }
 
 // A ToolResult is what the gate and the server made of a [ToolCall].
@@ -74,10 +81,15 @@ type Checkpoints interface {
 
 // Options configure a [Runner].
 type Options struct {
-	Tools       Tools
-	Checkpoints Checkpoints // nil: approval steps are refused
-	Registered  Servers     // nil: any server name is accepted
-	Now         func() time.Time
+	Tools Tools
+	// PendingRecords says that Tools writes the record each tool call
+	// carries (ToolCall.Pending) before the call has an effect, in the
+	// transaction of its receipt: one commit a step. Otherwise the runner
+	// writes each record before the next step, and calls carry none.
+	PendingRecords bool
+	Checkpoints    Checkpoints // nil: approval steps are refused
+	Registered     Servers     // nil: any server name is accepted
+	Now            func() time.Time
 }
 
 // A Runner runs programs and keeps their traces.
@@ -453,15 +465,40 @@ func lookup(outputs map[string]any, step, path string) (any, error) {
 
 // live runs a step's outside part for real.
 type live struct {
-	r  *Runner
-	ro RunOptions
+	r       *Runner
+	ro      RunOptions
+	pending *Pending // the last step's record, left to the next tool step's receipt
 }
 
+// record writes rec, after the record before it. A record that a tool
+// step follows is left to that step's receipt (ToolCall.Pending).
 func (l *live) record(ctx context.Context, t *Trace, rec StepRecord, sync bool) error {
+	if err := l.flush(ctx); err != nil {
+		return err
+	}
+	if !sync && l.r.opts.PendingRecords && l.r.opts.Tools != nil {
+		l.pending = l.r.store.pending(t, rec)
+		return nil
+	}
 	return l.r.store.appendStep(ctx, t, rec, sync)
 }
 
-func (l *live) state(ctx context.Context, t *Trace) error { return l.r.store.setState(ctx, t) }
+func (l *live) state(ctx context.Context, t *Trace) error {
+	if err := l.flush(ctx); err != nil {
+		return err
+	}
+	return l.r.store.setState(ctx, t)
+}
+
+// flush writes the record left to a receipt, if no receipt took it.
+func (l *live) flush(ctx context.Context) error {
+	p := l.pending
+	l.pending = nil
+	if p == nil {
+		return nil
+	}
+	return p.Flush(ctx)
+}
 
 func (l *live) external(ctx context.Context, p *Program, t *Trace, seq int, s Step, input json.RawMessage) outcome {
 	call := ToolCall{Program: p, Client: l.ro.Client, Server: s.Server, Tool: s.Tool, Args: input,
@@ -471,6 +508,7 @@ func (l *live) external(ctx context.Context, p *Program, t *Trace, seq int, s St
 		if l.r.opts.Tools == nil {
 			return outcome{status: StepError, message: "no tools are reachable"}
 		}
+		call.Pending = l.pending
 		res, err := l.r.opts.Tools.Call(ctx, call)
 		switch {
 		case err != nil:

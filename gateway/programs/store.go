@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/filelock"
@@ -264,17 +265,96 @@ func (s *Store) TraceByKey(ctx context.Context, key string) (*Trace, error) {
 // whose receipt is committed and flushed before its call runs; so a record
 // MUST still be durable before the call of the step that follows it.
 func (s *Store) appendStep(ctx context.Context, t *Trace, r StepRecord, sync bool) error {
-	err := s.inTx(ctx, sync, func(tx *sql.Tx) error {
-		at := r.At.UTC().Format(timeFormat)
-		if _, err := tx.StmtContext(ctx, s.insertStep).ExecContext(ctx, t.ID, r.Seq, r.Step, r.Kind, r.Status, []byte(r.Input), []byte(r.Output),
-			r.Message, r.Receipt, r.Next, r.Hash, at); err != nil {
-			return err
-		}
-		return s.updateTrace(ctx, tx, t, at)
-	})
+	err := s.inTx(ctx, sync, func(tx *sql.Tx) error { return s.appendStepTx(ctx, tx, t, r) })
 	if err != nil {
 		return fmt.Errorf("record step %s: %w", r.Step, err)
 	}
+	return nil
+}
+
+// appendStepTx writes the record of a step and the run's state after it in
+// tx, a transaction of s's database.
+func (s *Store) appendStepTx(ctx context.Context, tx *sql.Tx, t *Trace, r StepRecord) error {
+	at := r.At.UTC().Format(timeFormat)
+	if _, err := tx.StmtContext(ctx, s.insertStep).ExecContext(ctx, t.ID, r.Seq, r.Step, r.Kind, r.Status, []byte(r.Input), []byte(r.Output),
+		r.Message, r.Receipt, r.Next, r.Hash, at); err != nil {
+		return err
+	}
+	return s.updateTrace(ctx, tx, t, at)
+}
+
+// A Pending is the record of a run's step that is not written yet: the
+// runner leaves it to the receipt of the tool step that follows, so that
+// one commit makes both durable before that step's call runs (see
+// [ToolCall.Pending]), and writes it itself when no receipt took it.
+type Pending struct {
+	s   *Store
+	t   Trace // the run's state after the step (without its steps)
+	rec StepRecord
+
+	mu      sync.Mutex
+	written bool // guarded by mu
+}
+
+func (s *Store) pending(t *Trace, rec StepRecord) *Pending {
+	st := *t
+	st.Steps = nil
+	return &Pending{s: s, t: st, rec: rec}
+}
+
+// InTx writes p in tx, a transaction of the home's database, unless it is
+// written already. Whoever commits tx calls [Pending.Committed] once it
+// has committed; until then p counts as not written.
+func (p *Pending) InTx(ctx context.Context, tx *sql.Tx) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.written {
+		return nil
+	}
+	if err := p.s.appendStepTx(ctx, tx, &p.t, p.rec); err != nil {
+		return fmt.Errorf("record step %s: %w", p.rec.Step, err)
+	}
+	return nil
+}
+
+// Committed says that a transaction p was written in (InTx) committed.
+func (p *Pending) Committed() {
+	p.mu.Lock()
+	p.written = true
+	p.mu.Unlock()
+}
+
+// Flush writes p in a transaction of its own unless it is written, as a
+// record that a tool step follows is written: flushed to the disk by the
+// next commit that is. A transaction that wrote p (InTx) and whose end is
+// not known has ended once Flush holds the write lock: if it committed, p
+// is there, and is not written twice.
+func (p *Pending) Flush(ctx context.Context) error {
+	p.mu.Lock()
+	done := p.written
+	p.mu.Unlock()
+	if done {
+		return nil
+	}
+	err := p.s.inTx(ctx, false, func(tx *sql.Tx) error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.written {
+			return nil
+		}
+		var hash string
+		switch err := tx.QueryRowContext(ctx, `SELECT hash FROM program_steps WHERE trace = ? AND seq = ?`, p.t.ID, p.rec.Seq).Scan(&hash); {
+		case err == nil && hash == p.rec.Hash:
+			return nil // a receipt's transaction wrote it
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		return p.s.appendStepTx(ctx, tx, &p.t, p.rec)
+	})
+	if err != nil {
+		return fmt.Errorf("record step %s: %w", p.rec.Step, err)
+	}
+	p.Committed()
 	return nil
 }
 
