@@ -36,6 +36,8 @@ var (
 	buildOnce sync.Once
 	binPath   string
 	buildErr  error
+	cliOnce   sync.Once // cliBinary
+	cliErr    error
 )
 
 // appBinary builds gatehouse-app once for the whole test run, with the
