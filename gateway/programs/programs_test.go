@@ -205,8 +205,9 @@ func (errTools) Call(context.Context, ToolCall) (ToolResult, error) {
 // receiptTools writes each call's pending record as the gate does, in the
 // transaction of the call's receipt, which ends as end says: "commit",
 // "rollback" (the receipt could not be written, so the call is refused),
-// or "unconfirmed" (it committed, and the gate failed after it). It notes
-// how many records of the run each call found in the database.
+// or "unconfirmed" (it committed, and the gate failed after it); or, with
+// "untaken", a receipt that took no record. It notes how many records of
+// the run each call found in the database.
 type receiptTools struct {
 	fakeTools
 	db    *sql.DB
@@ -215,7 +216,9 @@ type receiptTools struct {
 }
 
 func (f *receiptTools) Call(ctx context.Context, c ToolCall) (ToolResult, error) {
-	if p := c.Pending; p != nil {
+	if p := c.Pending; p != nil && f.end == "untaken" {
+		p.Committed() // the receipt's transaction committed, without it
+	} else if p != nil {
 		tx, err := f.db.BeginTx(ctx, nil)
 		if err != nil {
 			return ToolResult{}, err
@@ -266,6 +269,8 @@ func TestRecordsRideWithReceipts(t *testing.T) {
 		{"commit", StatusSuccess, []string{StepOK, StepOK, StepOK}, []int{0, 1, 2}},
 		{"rollback", StatusFailed, []string{StepOK, StepFailed}, []int{0}},
 		{"unconfirmed", StatusFailed, []string{StepOK, StepFailed}, []int{0}},
+		// Each record is written by the runner, before the next one.
+		{"untaken", StatusSuccess, []string{StepOK, StepOK, StepOK}, []int{0, 0, 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.end, func(t *testing.T) {

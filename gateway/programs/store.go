@@ -293,6 +293,7 @@ type Pending struct {
 	rec StepRecord
 
 	mu      sync.Mutex
+	inTx    bool // written in a transaction not known to have committed; guarded by mu
 	written bool // guarded by mu
 }
 
@@ -314,13 +315,15 @@ func (p *Pending) InTx(ctx context.Context, tx *sql.Tx) error {
 	if err := p.s.appendStepTx(ctx, tx, &p.t, p.rec); err != nil {
 		return fmt.Errorf("record step %s: %w", p.rec.Step, err)
 	}
+	p.inTx = true
 	return nil
 }
 
-// Committed says that a transaction p was written in (InTx) committed.
+// Committed says that the transaction p was last written in (InTx) has
+// committed. It does nothing if no transaction wrote p.
 func (p *Pending) Committed() {
 	p.mu.Lock()
-	p.written = true
+	p.written = p.written || p.inTx
 	p.mu.Unlock()
 }
 
@@ -354,7 +357,9 @@ func (p *Pending) Flush(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("record step %s: %w", p.rec.Step, err)
 	}
-	p.Committed()
+	p.mu.Lock()
+	p.written = true
+	p.mu.Unlock()
 	return nil
 }
 

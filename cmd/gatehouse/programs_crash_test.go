@@ -1,0 +1,110 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/bench"
+	"github.com/gatehouse-dev/gatehouse/internal/store"
+)
+
+// Runs killed with kill -9 at random moments keep docs/programs.md's rule
+// for a crash: a trace never claims a step whose receipt is not in the
+// log, and the record of a step is durable before the call of the step
+// after it runs: every step's receipt in the log has the record of the
+// step before it in the trace.
+func TestProgramKilledMidRun(t *testing.T) {
+	t.Parallel()
+	home := shortHome(t)
+	os.Chmod(home, 0o700)
+	gatehouse(t, home, "server", "add", "--no-quarantine", bench.ServerName, "--", gatehouseBin, bench.ServeCommand)
+	gatehouse(t, home, "policy", "set", "mcp."+bench.ServerName+".echo", "ALLOW")
+	// 200 chained echo steps, the most a program may have.
+	var program map[string]any
+	if err := json.Unmarshal(bench.ProgramBody(200, "hello"), &program); err != nil {
+		t.Fatal(err)
+	}
+	program["budget"] = map[string]any{"max_steps": 200}
+	file := writeProgram(t, program)
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(home, store.DatabaseFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	steps := func() int {
+		var n int
+		db.QueryRowContext(ctx, `SELECT count(*) FROM program_steps`).Scan(&n)
+		return n
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for range 6 {
+		before := steps()
+		cmd := exec.Command(gatehouseBin, "--home", home, "programs", "run", file)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// After a random number of its steps, well before its end.
+		made := 1 + rng.IntN(120)
+		for deadline := time.Now().Add(60 * time.Second); steps() < before+made && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+
+	var lost int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM program_steps AS s
+		WHERE s.receipt != '' AND NOT EXISTS (SELECT 1 FROM entries AS e WHERE e.id = s.receipt)`).Scan(&lost); err != nil {
+		t.Fatal(err)
+	}
+	if lost != 0 {
+		t.Errorf("%d steps of the traces name a receipt that is not in the log", lost)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT json_extract(CAST(data AS TEXT), '$.body.program.trace'),
+			json_extract(CAST(data AS TEXT), '$.body.program.seq'),
+			EXISTS (SELECT 1 FROM program_steps AS s WHERE s.trace = json_extract(CAST(e.data AS TEXT), '$.body.program.trace')
+				AND s.seq = json_extract(CAST(e.data AS TEXT), '$.body.program.seq') - 1)
+		FROM entries AS e WHERE kind = 'receipt' AND instr(data, '"program":{') > 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	receipts, traces := 0, map[string]bool{}
+	for rows.Next() {
+		var trace string
+		var seq int
+		var before bool
+		if err := rows.Scan(&trace, &seq, &before); err != nil {
+			t.Fatal(err)
+		}
+		receipts++
+		traces[trace] = true
+		if seq > 1 && !before {
+			t.Errorf("trace %s: the receipt of step %d is in the log, the record of step %d is not", trace, seq, seq-1)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var running int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM program_traces WHERE status = 'RUNNING'`).Scan(&running); err != nil {
+		t.Fatal(err)
+	}
+	// Each run was killed in its course, after it had made calls.
+	if len(traces) != 6 || running != 6 || receipts < 6*2 {
+		t.Fatalf("%d runs made %d receipts, %d left RUNNING; want 6 runs killed in their course, each after a few calls", len(traces), receipts, running)
+	}
+	t.Logf("6 runs killed after %d calls in all", receipts)
+}
