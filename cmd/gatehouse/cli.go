@@ -26,7 +26,12 @@ type cli struct {
 	stdout, stderr io.Writer
 	home           string // --home, or "" for store.DefaultDir
 	logLevel       slog.Level
-	approvalWait   time.Duration // proxy --approval-wait
+	logLevelSet    bool // --log-level or GATEHOUSE_LOG_LEVEL was given
+	// terminal marks a command whose stderr a person reads (gatehouse
+	// programs run): its log lines below warnings go to the log file
+	// only, unless a log level was asked for.
+	terminal     bool
+	approvalWait time.Duration // proxy --approval-wait
 	client         string        // proxy --client
 	// confinement is how the proxy started its server, as its receipts
 	// record it; nil for a remote server.
@@ -124,6 +129,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintf(stderr, "gatehouse: GATEHOUSE_LOG_LEVEL: %v\n", err)
 			return 2
 		}
+		c.logLevelSet = true
 	}
 	err := c.dispatch(ctx, args)
 	var (
@@ -246,8 +252,26 @@ func (c *cli) flagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.home, "home", c.home, "Gatehouse home `folder` (default $GATEHOUSE_HOME, else the user config folder)")
-	fs.TextVar(&c.logLevel, "log-level", &c.logLevel, "log `level`: debug, info, warn or error")
+	fs.Var(levelFlag{c}, "log-level", "log `level`: debug, info, warn or error")
 	return fs
+}
+
+// levelFlag is --log-level, noting that it was given.
+type levelFlag struct{ c *cli }
+
+func (f levelFlag) String() string {
+	if f.c == nil {
+		return "" // the zero value, as the flag package makes to tell defaults
+	}
+	return f.c.logLevel.String()
+}
+
+func (f levelFlag) Set(s string) error {
+	if err := f.c.logLevel.UnmarshalText([]byte(s)); err != nil {
+		return err
+	}
+	f.c.logLevelSet = true
+	return nil
 }
 
 // parse parses flags that may come before, between and after positional

@@ -16,7 +16,11 @@ const maxLogBytes = 10 << 20
 // on to stderr alone and says so once.
 func (c *cli) logger(path, component string) (*slog.Logger, func()) {
 	opts := &slog.HandlerOptions{Level: c.logLevel}
-	stderr := slog.NewTextHandler(c.stderr, opts)
+	stderrOpts := opts
+	if c.terminal && !c.logLevelSet {
+		stderrOpts = &slog.HandlerOptions{Level: max(c.logLevel, slog.LevelWarn)}
+	}
+	stderr := slog.NewTextHandler(c.stderr, stderrOpts)
 	f, err := openLogFile(path)
 	if err != nil {
 		l := slog.New(stderr).With(slog.String("component", component))

@@ -378,13 +378,15 @@ func (c checkpoints) Checkpoint(ctx context.Context, tc programs.ToolCall, messa
 }
 
 // openRunner opens the programs' store and a runner whose tool steps are
-// governed calls.
-func (c *cli) openRunner(ctx context.Context, component string) (*programs.Runner, func(), error) {
+// governed calls. terminal is for the commands a person runs (all but the
+// MCP server): their stderr gets warnings and errors, the log file the rest.
+func (c *cli) openRunner(ctx context.Context, terminal bool) (*programs.Runner, func(), error) {
+	c.terminal = terminal
 	st, err := c.openStore(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	log, closeLog := c.logger(st.LogPath(), component)
+	log, closeLog := c.logger(st.LogPath(), "programs")
 	ps, err := programs.OpenStore(ctx, st)
 	if err != nil {
 		closeLog()
@@ -434,7 +436,7 @@ See docs/programs.md.`,
 		if err != nil {
 			return err
 		}
-		r, done, err := c.openRunner(ctx, "programs")
+		r, done, err := c.openRunner(ctx, false)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "gatehouse programs: %v\n", err)
 			return &exitError{1}
@@ -462,7 +464,7 @@ var programsListCmd = &command{
 	usage:   "[QUERY]",
 	summary: "list saved programs and recent runs (runs whose id, program, client, status or error holds QUERY)",
 	run: func(ctx context.Context, c *cli, fs *flag.FlagSet, args []string) error {
-		r, done, err := c.openRunner(ctx, "programs")
+		r, done, err := c.openRunner(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -502,7 +504,7 @@ var programsShowCmd = &command{
 		if len(args) != 1 {
 			return usagef("programs show: want a program NAME")
 		}
-		r, done, err := c.openRunner(ctx, "programs")
+		r, done, err := c.openRunner(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -524,7 +526,7 @@ var programsDeleteCmd = &command{
 		if len(args) != 1 {
 			return usagef("programs delete: want a program NAME")
 		}
-		r, done, err := c.openRunner(ctx, "programs")
+		r, done, err := c.openRunner(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -564,7 +566,7 @@ var programsRunCmd = &command{
 			return err
 		}
 		c.approvalWait = f.approvalWait
-		r, done, err := c.openRunner(ctx, "programs")
+		r, done, err := c.openRunner(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -586,7 +588,7 @@ var programsResumeCmd = &command{
 		if len(args) != 1 {
 			return usagef("programs resume: want a TRACE id")
 		}
-		r, done, err := c.openRunner(ctx, "programs")
+		r, done, err := c.openRunner(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -608,7 +610,7 @@ var programsTraceCmd = &command{
 		if len(args) != 1 {
 			return usagef("programs trace: want a TRACE id")
 		}
-		r, done, err := c.openRunner(ctx, "programs")
+		r, done, err := c.openRunner(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -630,7 +632,7 @@ var programsReplayCmd = &command{
 		if len(args) != 1 {
 			return usagef("programs replay: want a TRACE id")
 		}
-		r, done, err := c.openRunner(ctx, "programs")
+		r, done, err := c.openRunner(ctx, true)
 		if err != nil {
 			return err
 		}

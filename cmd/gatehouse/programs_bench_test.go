@@ -24,7 +24,7 @@ func BenchmarkProgramRun(b *testing.B) {
 			gatehouse(b, home, "policy", "set", "mcp."+bench.ServerName+".echo", "ALLOW")
 			ctx := context.Background()
 			c := &cli{home: home, stdin: nil, stdout: io.Discard, stderr: io.Discard}
-			r, done, err := c.openRunner(ctx, "programs")
+			r, done, err := c.openRunner(ctx, false)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,39 @@ func TestProgramKilledMidRun(t *testing.T) {
 		t.Fatalf("%d runs made %d receipts, %d left RUNNING; want 6 runs killed in their course, each after a few calls", len(traces), receipts, running)
 	}
 	t.Logf("6 runs killed after %d calls in all", receipts)
+}
+
+// gatehouse programs run is read by a person: its stderr holds warnings
+// and errors only, not a log line a step, unless a log level is asked for;
+// the home's log file has every line either way.
+func TestProgramsRunKeepsStderrForPeople(t *testing.T) {
+	t.Parallel()
+	home := shortHome(t)
+	os.Chmod(home, 0o700)
+	gatehouse(t, home, "server", "add", "--no-quarantine", bench.ServerName, "--", gatehouseBin, bench.ServeCommand)
+	gatehouse(t, home, "policy", "set", "mcp."+bench.ServerName+".echo", "ALLOW")
+	var program map[string]any
+	if err := json.Unmarshal(bench.ProgramBody(3, "hello"), &program); err != nil {
+		t.Fatal(err)
+	}
+	file := writeProgram(t, program)
+	for _, tt := range []struct {
+		flags []string
+		logs  bool
+	}{{nil, false}, {[]string{"--log-level", "info"}, true}} {
+		cmd := exec.Command(gatehouseBin, append(append([]string{"--home", home, "programs", "run"}, tt.flags...), file)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || !strings.Contains(string(out), "status SUCCESS") {
+			t.Fatalf("programs run %v: %v\n%s%s", tt.flags, err, out, stderr.String())
+		}
+		if got := strings.Contains(stderr.String(), "msg=decided"); got != tt.logs {
+			t.Errorf("programs run %v: stderr has the log's lines: %v, want %v:\n%s", tt.flags, got, tt.logs, stderr.String())
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(home, "logs", "gatehouse.log"))
+	if n := strings.Count(string(b), `"msg":"decided"`); err != nil || n < 6 {
+		t.Errorf("the log file has %d decisions (%v), want the 6 of both runs", n, err)
+	}
 }
