@@ -32,7 +32,7 @@ type cli struct {
 	// only, unless a log level was asked for.
 	terminal     bool
 	approvalWait time.Duration // proxy --approval-wait
-	client         string        // proxy --client
+	client       string        // proxy --client
 	// confinement is how the proxy started its server, as its receipts
 	// record it; nil for a remote server.
 	confinement *entry.Confinement
