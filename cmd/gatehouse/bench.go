@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -144,24 +145,12 @@ func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, f *benchFlags, args
 			return err
 		}
 	} else {
-		home, err := os.MkdirTemp("", "gatehouse-bench-")
+		home, done, err := benchHome(ctx, cfg.Gatehouse, cfg.Governed)
 		if err != nil {
-			return fmt.Errorf("bench: create a temporary home: %w", err)
-		}
-		defer os.RemoveAll(home)
-		cfg.Home = home
-		if err := registerBenchServer(ctx, home, cfg.Gatehouse); err != nil {
 			return err
 		}
-		if cfg.Governed {
-			// The temporary home's policy allows the echo tool; its signing
-			// key goes from the keychain with the home.
-			purge, err := allowBenchEcho(ctx, home)
-			if err != nil {
-				return err
-			}
-			defer purge()
-		}
+		defer done()
+		cfg.Home = home
 	}
 
 	prefix, tool := "gatehouse bench: ", "echo"
@@ -174,12 +163,56 @@ func runBench(ctx context.Context, c *cli, fs *flag.FlagSet, f *benchFlags, args
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
+	return c.writeBenchReport(asJSON, rep)
+}
+
+// writeBenchReport writes a bench report to stdout, as JSON or as text.
+func (c *cli) writeBenchReport(asJSON bool, rep interface{ WriteText(io.Writer) error }) error {
 	if asJSON {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
 	return rep.WriteText(c.stdout)
+}
+
+// benchHome makes a temporary home folder with the built-in echo server
+// registered, run by the gatehouse binary at exe; with allow, its policy
+// allows the echo tool. done removes the home, and its signing key from the
+// keychain.
+func benchHome(ctx context.Context, exe string, allow bool) (home string, done func(), err error) {
+	if home, err = os.MkdirTemp("", "gatehouse-bench-"); err != nil {
+		return "", nil, fmt.Errorf("bench: create a temporary home: %w", err)
+	}
+	done = func() { os.RemoveAll(home) }
+	if err := registerBenchServer(ctx, home, exe); err != nil {
+		done()
+		return "", nil, err
+	}
+	if allow {
+		purge, err := allowBenchEcho(ctx, home)
+		if err != nil {
+			done()
+			return "", nil, err
+		}
+		done = func() { purge(); os.RemoveAll(home) }
+	}
+	return home, done, nil
+}
+
+// onlyFlags refuses any flag set in fs that is not one of mode's: names,
+// and the global --home.
+func onlyFlags(fs *flag.FlagSet, mode string, names ...string) error {
+	var bad string
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name != "home" && fl.Name != mode && !slices.Contains(names, fl.Name) {
+			bad = fl.Name
+		}
+	})
+	if bad != "" {
+		return usagef("bench: --%s is not a flag of --%s", bad, mode)
+	}
+	return nil
 }
 
 // benchServer sets cfg to measure the registered server name, calling tool
@@ -274,16 +307,8 @@ var benchEchoServerCmd = &command{
 // benchHTTP is bench --http: calls over streamable HTTP, direct and
 // through gatehouse serve, in a temporary home.
 func (c *cli) benchHTTP(ctx context.Context, fs *flag.FlagSet, f *benchFlags) error {
-	var bad string
-	fs.Visit(func(fl *flag.Flag) {
-		switch fl.Name {
-		case "http", "calls", "rounds", "payload", "concurrency", "json", "home":
-		default:
-			bad = fl.Name
-		}
-	})
-	if bad != "" {
-		return usagef("bench: --%s is not a flag of --http", bad)
+	if err := onlyFlags(fs, "http", "calls", "rounds", "payload", "concurrency", "json"); err != nil {
+		return err
 	}
 	if f.calls < 1 || f.rounds < 1 || f.payload < 1 || f.concurrency < 1 {
 		return usagef("bench: --calls, --rounds, --payload and --concurrency must be at least 1")
@@ -293,46 +318,25 @@ func (c *cli) benchHTTP(ctx context.Context, fs *flag.FlagSet, f *benchFlags) er
 	if cfg.Gatehouse, err = os.Executable(); err != nil {
 		return fmt.Errorf("bench: find the gatehouse binary: %w", err)
 	}
-	home, err := os.MkdirTemp("", "gatehouse-bench-")
+	home, done, err := benchHome(ctx, cfg.Gatehouse, true)
 	if err != nil {
-		return fmt.Errorf("bench: create a temporary home: %w", err)
+		return err
 	}
-	defer os.RemoveAll(home)
+	defer done()
 	cfg.Home = home
-	if err := registerBenchServer(ctx, home, cfg.Gatehouse); err != nil {
-		return err
-	}
-	purge, err := allowBenchEcho(ctx, home)
-	if err != nil {
-		return err
-	}
-	defer purge()
 	fmt.Fprintf(c.stderr, "gatehouse bench: %d calls over HTTP each way, direct and through gatehouse serve...\n", cfg.Calls)
 	rep, err := bench.RunHTTP(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	if f.json {
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return rep.WriteText(c.stdout)
+	return c.writeBenchReport(f.json, rep)
 }
 
 // benchPrograms is bench --programs: governed programs, and the same steps
 // called one by one, in a temporary home.
 func (c *cli) benchPrograms(ctx context.Context, fs *flag.FlagSet, f *benchFlags) error {
-	var bad string
-	fs.Visit(func(fl *flag.Flag) {
-		switch fl.Name {
-		case "programs", "runs", "steps", "rounds", "payload", "json", "home":
-		default:
-			bad = fl.Name
-		}
-	})
-	if bad != "" {
-		return usagef("bench: --%s is not a flag of --programs", bad)
+	if err := onlyFlags(fs, "programs", "runs", "steps", "rounds", "payload", "json"); err != nil {
+		return err
 	}
 	cfg := bench.ProgramsConfig{Programs: f.runs, Rounds: f.rounds, Payload: f.payload}
 	for _, s := range strings.Split(f.steps, ",") {
@@ -349,29 +353,16 @@ func (c *cli) benchPrograms(ctx context.Context, fs *flag.FlagSet, f *benchFlags
 	if cfg.Gatehouse, err = os.Executable(); err != nil {
 		return fmt.Errorf("bench: find the gatehouse binary: %w", err)
 	}
-	home, err := os.MkdirTemp("", "gatehouse-bench-")
+	home, done, err := benchHome(ctx, cfg.Gatehouse, true)
 	if err != nil {
-		return fmt.Errorf("bench: create a temporary home: %w", err)
+		return err
 	}
-	defer os.RemoveAll(home)
+	defer done()
 	cfg.Home = home
-	if err := registerBenchServer(ctx, home, cfg.Gatehouse); err != nil {
-		return err
-	}
-	purge, err := allowBenchEcho(ctx, home)
-	if err != nil {
-		return err
-	}
-	defer purge()
 	fmt.Fprintf(c.stderr, "gatehouse bench: %d programs of %s steps each way, as programs and one call at a time...\n", cfg.Programs, f.steps)
 	rep, err := bench.RunPrograms(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	if f.json {
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return rep.WriteText(c.stdout)
+	return c.writeBenchReport(f.json, rep)
 }
