@@ -18,6 +18,23 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/store"
 )
 
+// echoProgramHome is a home whose policy allows the built-in echo server's
+// tool, and a program of n echo steps, each passing on the text of the one
+// before, with a step budget of n.
+func echoProgramHome(t *testing.T, n int) (home, file string) {
+	t.Helper()
+	home = shortHome(t)
+	os.Chmod(home, 0o700)
+	gatehouse(t, home, "server", "add", "--no-quarantine", bench.ServerName, "--", gatehouseBin, bench.ServeCommand)
+	gatehouse(t, home, "policy", "set", "mcp."+bench.ServerName+".echo", "ALLOW")
+	var program map[string]any
+	if err := json.Unmarshal(bench.ProgramBody(n, "hello"), &program); err != nil {
+		t.Fatal(err)
+	}
+	program["budget"] = map[string]any{"max_steps": n}
+	return home, writeProgram(t, program)
+}
+
 // Runs killed with kill -9 at random moments keep docs/programs.md's rule
 // for a crash: a trace never claims a step whose receipt is not in the
 // log, and the record of a step is durable before the call of the step
@@ -25,17 +42,8 @@ import (
 // step before it in the trace.
 func TestProgramKilledMidRun(t *testing.T) {
 	t.Parallel()
-	home := shortHome(t)
-	os.Chmod(home, 0o700)
-	gatehouse(t, home, "server", "add", "--no-quarantine", bench.ServerName, "--", gatehouseBin, bench.ServeCommand)
-	gatehouse(t, home, "policy", "set", "mcp."+bench.ServerName+".echo", "ALLOW")
 	// 200 chained echo steps, the most a program may have.
-	var program map[string]any
-	if err := json.Unmarshal(bench.ProgramBody(200, "hello"), &program); err != nil {
-		t.Fatal(err)
-	}
-	program["budget"] = map[string]any{"max_steps": 200}
-	file := writeProgram(t, program)
+	home, file := echoProgramHome(t, 200)
 	ctx := context.Background()
 	db, err := sql.Open("sqlite", filepath.Join(home, store.DatabaseFile))
 	if err != nil {
@@ -115,15 +123,7 @@ func TestProgramKilledMidRun(t *testing.T) {
 // the home's log file has every line either way.
 func TestProgramsRunKeepsStderrForPeople(t *testing.T) {
 	t.Parallel()
-	home := shortHome(t)
-	os.Chmod(home, 0o700)
-	gatehouse(t, home, "server", "add", "--no-quarantine", bench.ServerName, "--", gatehouseBin, bench.ServeCommand)
-	gatehouse(t, home, "policy", "set", "mcp."+bench.ServerName+".echo", "ALLOW")
-	var program map[string]any
-	if err := json.Unmarshal(bench.ProgramBody(3, "hello"), &program); err != nil {
-		t.Fatal(err)
-	}
-	file := writeProgram(t, program)
+	home, file := echoProgramHome(t, 3)
 	for _, tt := range []struct {
 		flags []string
 		logs  bool
