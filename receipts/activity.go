@@ -29,6 +29,9 @@ const MaxBuckets = 10_000
 // server, when not empty, counts only calls to that server. Every bucket is
 // returned, empty ones included.
 func (l *Reader) Activity(ctx context.Context, from, to time.Time, step time.Duration, server string) ([]Bucket, error) {
+	if err := l.sync(ctx); err != nil {
+		return nil, err
+	}
 	if step <= 0 || !to.After(from) {
 		return nil, fmt.Errorf("activity: %w: want from before to and a positive step", ErrQuery)
 	}
@@ -90,6 +93,9 @@ func (l *Reader) Activity(ctx context.Context, from, to time.Time, step time.Dur
 // First returns the time of the log's first entry, or the zero time for an
 // empty log.
 func (l *Reader) First(ctx context.Context) (time.Time, error) {
+	if err := l.sync(ctx); err != nil {
+		return time.Time{}, err
+	}
 	var ns int64
 	err := l.db.QueryRowContext(ctx, `SELECT coalesce(min(time_ns), 0) FROM entries`).Scan(&ns)
 	if err != nil || ns == 0 {

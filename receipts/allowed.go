@@ -10,6 +10,9 @@ import (
 // receipts allowed at or after since and whose tool match accepts: what a
 // budget counts, across every proxy writing to the log.
 func (l *Reader) CallsAllowed(ctx context.Context, server string, since time.Time, match func(tool string) bool) ([]time.Time, error) {
+	if err := l.sync(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := l.db.QueryContext(ctx, `SELECT tool, time_ns FROM entries INDEXED BY entries_allowed
 		WHERE kind = 'receipt' AND decision = 'ALLOW' AND server = ? AND time_ns >= ? ORDER BY time_ns`,
 		server, since.UnixNano())

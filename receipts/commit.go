@@ -31,6 +31,7 @@ type committer struct {
 	running bool          // a writer goroutine is draining the queue; guarded by mu
 	wake    chan struct{} // an urgent job arrived
 	shared  *shared       // the home's shared commits (writer.go), when on; guarded by mu
+	storing bool          // a job that stores the journal in the database is queued; guarded by mu
 }
 
 type job struct {
@@ -42,6 +43,9 @@ type job struct {
 	e      *entry.Entry
 	data   []byte // the signed entry, when committed here
 	err    error
+	// store: no draft; the job's transaction stores the journal's records
+	// in the database (journal.go).
+	store bool
 }
 
 // fail ends j with err.
@@ -174,16 +178,45 @@ func (c *committer) commit(batch []*job) {
 		}
 	}
 	ctx := context.Background()
+	if c.l.journal != nil && c.l.writes != nil {
+		// Receipts go to the journal: durable in one write and fdatasync,
+		// stored in the database with the outcomes a little later.
+		var receipts, rest []*job
+		for _, j := range batch {
+			if j.urgent && j.d.kind == entry.KindReceipt && j.d.with == nil {
+				receipts = append(receipts, j)
+			} else {
+				rest = append(rest, j)
+			}
+			if j.store {
+				c.mu.Lock()
+				c.storing = false
+				c.mu.Unlock()
+			}
+		}
+		if len(receipts) > 0 {
+			c.journaled(ctx, receipts)
+		}
+		if batch = rest; len(batch) == 0 {
+			return
+		}
+	}
 	key, _ := c.l.signer()
 	err := c.l.inTx(ctx, func(tx *sql.Tx) error {
 		if len(batch) == 1 {
 			// Alone, a job that fails rolls back the transaction: no
 			// savepoint is needed (three statements fewer on a call's path).
 			j := batch[0]
+			if j.store {
+				return nil // inTx stores the journal
+			}
 			j.e, j.data, j.err = c.l.appendTxData(ctx, tx, key, j.d)
 			return j.err
 		}
 		for _, j := range batch {
+			if j.store {
+				continue
+			}
 			if _, err := c.l.stmts.exec(ctx, tx, `SAVEPOINT append`); err != nil {
 				return err
 			}
@@ -214,5 +247,32 @@ func (c *committer) commit(batch []*job) {
 			j.e, j.data = nil, nil
 		}
 		close(j.done)
+	}
+}
+
+// journaled appends the receipts of batch to the journal (journal.go), and
+// queues the job that stores them in the database outcomeDelay later (with
+// the outcomes of their calls, as a rule).
+func (c *committer) journaled(ctx context.Context, batch []*job) {
+	l := c.l
+	err := l.appendJournal(ctx, batch)
+	for _, j := range batch {
+		if err != nil && j.err == nil {
+			j.err = err
+		}
+		if j.err != nil {
+			j.e, j.data = nil, nil
+		}
+		close(j.done)
+	}
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	queue := !c.storing
+	c.storing = true
+	c.mu.Unlock()
+	if queue {
+		c.push(&job{store: true, done: make(chan struct{}), due: time.Now().Add(outcomeDelay)})
 	}
 }

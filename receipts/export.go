@@ -131,6 +131,9 @@ type Exported struct {
 // the bundle's checkpoint and manifest, which is why Export is the writer's
 // ([Log]); it writes nothing to the log.
 func (l *Log) Export(ctx context.Context, out string, opts *ExportOptions) (*Exported, error) {
+	if err := l.sync(ctx); err != nil {
+		return nil, err
+	}
 	if opts == nil {
 		opts = &ExportOptions{}
 	}

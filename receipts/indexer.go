@@ -131,6 +131,9 @@ func (x *indexer) run() {
 // IndexLag returns how many of the log's entries the full-text index has
 // yet to take in.
 func (r *Reader) IndexLag(ctx context.Context) (int64, error) {
+	if err := r.sync(ctx); err != nil {
+		return 0, err
+	}
 	var n int64
 	// A log at a schema step before the cursor indexes as it appends.
 	err := r.db.QueryRowContext(ctx, `SELECT coalesce((SELECT max(idx) + 1 FROM entries)
@@ -228,6 +231,9 @@ func CatchUpIndex(ctx context.Context, m Migrator) (int64, error) {
 // Erasable is [Reader.Erasable] after the index has taken in every entry
 // committed so far.
 func (l *Log) Erasable(ctx context.Context, q Query) (int, error) {
+	if err := l.sync(ctx); err != nil {
+		return 0, err
+	}
 	if _, err := l.CatchUpIndex(ctx); err != nil {
 		return 0, fmt.Errorf("erase matching: %w", err)
 	}
@@ -237,6 +243,9 @@ func (l *Log) Erasable(ctx context.Context, q Query) (int, error) {
 // Search is [Reader.Search] after the index has taken in every entry
 // committed so far: a process that appends reads its own writes.
 func (l *Log) Search(ctx context.Context, q Query) (Page, error) {
+	if err := l.sync(ctx); err != nil {
+		return Page{}, err
+	}
 	if len(parseQuery(q.Text)) > 0 {
 		if _, err := l.CatchUpIndex(ctx); err != nil {
 			return Page{}, fmt.Errorf("search: %w", err)

@@ -60,6 +60,22 @@ type Reader struct {
 	// typedPrefixes makes search run word prefixes as typed, never
 	// shortened (shortenPrefixes): tests compare the two.
 	typedPrefixes bool
+
+	// inlineIndex: the log is at a schema step before the indexer's
+	// cursor, and appends index their entry as they did then (tests write
+	// such logs).
+	inlineIndex bool
+	// programs: the log is at a schema step with entry_programs
+	// (programStep); tests and benchmarks write logs of earlier steps.
+	programs bool
+
+	// writes is the lock of the home folder's file that every write
+	// transaction of the log holds (nil when the database has no home
+	// folder): see inTx.
+	writes *filelock.Mutex
+	// journal holds the receipts made durable before the database has
+	// them (journal.go); nil without a home folder.
+	journal *journal
 }
 
 // A Log is the evidence log of one home folder, appended to with one key:
@@ -80,20 +96,7 @@ type Log struct {
 
 	appended func() // see OnAppend; set before the first append
 
-	// inlineIndex: the log is at a schema step before the indexer's
-	// cursor, and appends index their entry as they did then (tests write
-	// such logs).
-	inlineIndex bool
-	// programs: the log is at a schema step with entry_programs
-	// (programStep); tests and benchmarks write logs of earlier steps.
-	programs bool
-
 	home string // the home folder; "" for a database opened alone
-
-	// writes is the lock of the home folder's file that every write
-	// transaction of the log holds (nil when the database has no home
-	// folder): see inTx.
-	writes *filelock.Mutex
 }
 
 // ErrForeignKey is returned by [Open] when the log already has signing keys
@@ -213,8 +216,14 @@ func openReader(ctx context.Context, m Migrator, steps []string) (*Reader, error
 	if err := m.Migrate(ctx, "receipts", steps); err != nil {
 		return nil, fmt.Errorf("open evidence log: %w", err)
 	}
-	r := &Reader{db: m.DB()}
+	r := &Reader{db: m.DB(), inlineIndex: len(steps) < indexerStep, programs: len(steps) >= programStep}
 	r.stmts.db = r.db
+	if h, ok := m.(interface{ Dir() string }); ok {
+		r.writes = filelock.New(filepath.Join(h.Dir(), WriteLockFile))
+		if len(steps) == len(migrations) {
+			r.journal = &journal{path: filepath.Join(h.Dir(), JournalFile)}
+		}
+	}
 	err := r.db.QueryRowContext(ctx, `SELECT value FROM log_meta WHERE key = 'id'`).Scan(&r.id)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("open evidence log: %w", err)
@@ -229,10 +238,8 @@ func open(ctx context.Context, m Migrator, key ed25519.PrivateKey, adopt bool, s
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{Reader: r, key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey)),
-		inlineIndex: len(steps) < indexerStep, programs: len(steps) >= programStep}
+	l := &Log{Reader: r, key: key, keyID: entry.KeyID(key.Public().(ed25519.PublicKey))}
 	if h, ok := m.(interface{ Dir() string }); ok {
-		l.writes = filelock.New(filepath.Join(h.Dir(), WriteLockFile))
 		l.home = h.Dir()
 	}
 	l.commits = committer{l: l, wake: make(chan struct{}, 1)}
@@ -512,23 +519,53 @@ func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateK
 	if err != nil {
 		return nil, nil, err
 	}
+	hr := &hashReader{ctx: ctx, q: tx, tx: tx, stmts: &l.stmts, cache: &l.hashes, seen: map[int64]tlog.Hash{}}
+	s, err := l.seal(ctx, inTx{&l.stmts, tx}, hr, key, n, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := l.store(ctx, tx, s, last); err != nil {
+		return nil, nil, err
+	}
+	l.hashes.add(hr.seen)
+	return s.e, s.data, nil
+}
+
+// A sealed entry is signed in its place in the log, with the tree hashes it
+// adds: all that storing it needs (store), in this transaction or, from the
+// journal, in a later one.
+type sealed struct {
+	e      *entry.Entry
+	data   []byte // the signed entry
+	timeNS int64
+	index  columns
+	pays   []payload
+	hashes []tlog.Hash // the tree's stored hashes the entry adds, from tlog.StoredHashIndex(0, e.Index)
+}
+
+// seal signs d as the log's entry n with key, or with the log's current key
+// when another process retired key (q reads the log's keys), over the tree
+// of n entries that hr reads.
+func (l *Log) seal(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, hr *hashReader, key ed25519.PrivateKey, n int64, d draft) (*sealed, error) {
 	// A key another process retired signs no more entries: an entry after
 	// the rotation signed by the key it retired fails verification. A
 	// rotation is an entry: when none came since this process's last
 	// append, with this key, the key is as live as it was then.
 	if !l.checked.still(key, n) {
-		if key, err = l.liveKey(ctx, inTx{&l.stmts, tx}, key, n+1); err != nil {
-			return nil, nil, err
+		var err error
+		if key, err = l.liveKey(ctx, q, key, n+1); err != nil {
+			return nil, err
 		}
 	}
-	hr := &hashReader{ctx: ctx, q: tx, tx: tx, stmts: &l.stmts, cache: &l.hashes, seen: map[int64]tlog.Hash{}}
 	prev, err := tlog.TreeHash(n, hr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tree hash at %d: %w", n, err)
+		return nil, fmt.Errorf("tree hash at %d: %w", n, err)
 	}
 	body, err := json.Marshal(d.body)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	now := time.Now().UTC()
 	e := &entry.Entry{
@@ -537,37 +574,48 @@ func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateK
 	}
 	data, err := entry.Sign(e, key)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	hashes, err := tlog.StoredHashes(n, data, hr)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	base := tlog.StoredHashIndex(0, n)
 	for i, h := range hashes {
-		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO log_hashes (idx, hash) VALUES (?, ?)`, base+int64(i), h[:]); err != nil {
-			return nil, nil, err
-		}
 		hr.seen[base+int64(i)] = h
 	}
-	if n > 0 && now.UnixNano() < last {
-		// The wall clock stepped back: entries' times no longer follow
-		// their order, which search's time ranges rely on (search.go).
-		if _, err := l.stmts.exec(ctx, tx, `INSERT OR IGNORE INTO search_meta (key, value) VALUES ('unordered_times', 1)`); err != nil {
-			return nil, nil, err
+	l.checked.set(key, n+1)
+	return &sealed{e: e, data: data, timeNS: now.UnixNano(), index: d.index, pays: d.payloads, hashes: hashes}, nil
+}
+
+// store writes s, the entry after one of time last (in ns; 0 for none),
+// into tx: its row, tree hashes, payloads and search columns.
+func (r *Reader) store(ctx context.Context, tx *sql.Tx, s *sealed, last int64) error {
+	e, n := s.e, s.e.Index
+	base := tlog.StoredHashIndex(0, n)
+	for i, h := range s.hashes {
+		if _, err := r.stmts.exec(ctx, tx, `INSERT INTO log_hashes (idx, hash) VALUES (?, ?)`, base+int64(i), h[:]); err != nil {
+			return err
 		}
 	}
-	c := d.index
+	if n > 0 && s.timeNS < last {
+		// The wall clock stepped back: entries' times no longer follow
+		// their order, which search's time ranges rely on (search.go).
+		if _, err := r.stmts.exec(ctx, tx, `INSERT OR IGNORE INTO search_meta (key, value) VALUES ('unordered_times', 1)`); err != nil {
+			return err
+		}
+	}
+	c := s.index
 	var receiptIdx int64
-	if d.kind == entry.KindOutcome {
+	if e.Kind == entry.KindOutcome {
 		// The receipt's row carries the status, for search (the signed
 		// receipt itself never changes), and gives the outcome's row its
 		// server, tool, decision and client: one statement, before the
 		// insert, so that the outcome's row is written once, whole.
-		rows, err := l.stmts.query(ctx, tx, `UPDATE entries SET status = ? WHERE id = ? AND kind = 'receipt'
+		rows, err := r.stmts.query(ctx, tx, `UPDATE entries SET status = ? WHERE id = ? AND kind = 'receipt'
 			RETURNING idx, server, tool, decision, client`, c.status, c.receipt)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		found := false
 		for rows.Next() {
@@ -579,46 +627,45 @@ func (l *Log) appendTxData(ctx context.Context, tx *sql.Tx, key ed25519.PrivateK
 		}
 		rows.Close()
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if !found {
-			return nil, nil, fmt.Errorf("outcome for receipt %s: %w", c.receipt, ErrNotFound)
+			return fmt.Errorf("outcome for receipt %s: %w", c.receipt, ErrNotFound)
 		}
 	}
-	if _, err := l.stmts.exec(ctx, tx, `INSERT INTO entries
+	if _, err := r.stmts.exec(ctx, tx, `INSERT INTO entries
 		(idx, id, kind, time_ns, key_id, server, tool, decision, status, client, receipt_id, data)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		n, e.ID, string(e.Kind), now.UnixNano(), e.Key, c.server, c.tool, c.decision, c.status, c.client, c.receipt, data); err != nil {
-		return nil, nil, err
+		n, e.ID, string(e.Kind), s.timeNS, e.Key, c.server, c.tool, c.decision, c.status, c.client, c.receipt, s.data); err != nil {
+		return err
 	}
-	for _, p := range d.payloads {
+	for _, p := range s.pays {
 		// A payload not kept is a row with its salt, no data, and its size
 		// and the cap (schema step 5); a kept one is written as before.
+		var err error
 		if p.notKept != nil {
-			_, err = l.stmts.exec(ctx, tx, `INSERT INTO payloads (entry_idx, part, salt, data, commitment, not_kept_size, not_kept_cap)
+			_, err = r.stmts.exec(ctx, tx, `INSERT INTO payloads (entry_idx, part, salt, data, commitment, not_kept_size, not_kept_cap)
 				VALUES (?, ?, ?, NULL, ?, ?, ?)`, n, p.part, p.salt, p.commitment, p.notKept.Size, p.notKept.Cap)
 		} else {
-			_, err = l.stmts.exec(ctx, tx, `INSERT INTO payloads (entry_idx, part, salt, data, commitment) VALUES (?, ?, ?, ?, ?)`,
+			_, err = r.stmts.exec(ctx, tx, `INSERT INTO payloads (entry_idx, part, salt, data, commitment) VALUES (?, ?, ?, ?, ?)`,
 				n, p.part, p.salt, nonNil(p.data), p.commitment)
 		}
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
 	// Search follows the log: the entry gets its searchable columns now,
 	// and the full-text index takes it in later (indexer.go).
-	if err := l.columnsTx(ctx, tx, e, receiptIdx); err != nil {
-		return nil, nil, err
+	if err := r.columnsTx(ctx, tx, e, receiptIdx); err != nil {
+		return err
 	}
-	if l.inlineIndex {
-		if _, err := l.stmts.exec(ctx, tx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
+	if r.inlineIndex {
+		if _, err := r.stmts.exec(ctx, tx, `INSERT INTO search_fts (rowid, server, tool, decision, client, text)
 			SELECT idx, server, tool, decision, client, text FROM search_source WHERE idx = ?`, e.Index); err != nil {
-			return nil, nil, fmt.Errorf("index entry %d: %w", e.Index, err)
+			return fmt.Errorf("index entry %d: %w", e.Index, err)
 		}
 	}
-	l.hashes.add(hr.seen)
-	l.checked.set(key, n+1)
-	return e, data, nil
+	return nil
 }
 
 // liveSince remembers the key of this process's last append, and the
@@ -678,33 +725,8 @@ func (l *Log) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 // inTxOn is inTx on the connection conn, or on any of the pool's when conn
 // is nil.
 func (l *Log) inTxOn(ctx context.Context, conn *sql.Conn, f func(tx *sql.Tx) error) error {
-	if l.writes != nil {
-		lctx, cancel := context.WithTimeout(ctx, WriteLockWait)
-		unlock, err := l.writes.Lock(lctx)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("wait for the other writers of the evidence log: %w", err)
-		}
-		defer unlock()
-	}
-	var tx *sql.Tx
-	var err error
-	if conn != nil {
-		tx, err = conn.BeginTx(ctx, nil)
-	} else {
-		tx, err = l.db.BeginTx(ctx, nil)
-	}
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := f(tx); err != nil {
+	if err := l.writeTx(ctx, conn, f); err != nil {
 		l.hashes.clear() // it may hold hashes of entries rolled back
-		l.checked.set(nil, 0)
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		l.hashes.clear()
 		l.checked.set(nil, 0)
 		return err
 	}
@@ -728,6 +750,9 @@ type hashReader struct {
 	stmts *stmts
 	cache *hashCache
 	seen  map[int64]tlog.Hash
+	// pending are the hashes of the journal's records, which the
+	// database does not have yet (journal.go).
+	pending map[int64]tlog.Hash
 }
 
 // hashCache keeps the tree hashes an append needs (those of the complete
@@ -775,10 +800,13 @@ func (r *hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		return out, nil
 	}
 	var missing []int64
-	if r.seen != nil {
+	if r.seen != nil || r.pending != nil {
 		for i, idx := range indexes {
-			h, ok := r.seen[idx]
-			if !ok {
+			h, ok := r.pending[idx]
+			if !ok && r.seen != nil {
+				h, ok = r.seen[idx]
+			}
+			if !ok && r.cache != nil {
 				h, ok = r.cache.get(idx)
 			}
 			if !ok {
@@ -786,7 +814,9 @@ func (r *hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 				continue
 			}
 			out[i] = h
-			r.seen[idx] = h
+			if r.seen != nil {
+				r.seen[idx] = h
+			}
 		}
 		if len(missing) == 0 {
 			return out, nil
@@ -830,7 +860,7 @@ func (r *hashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		return nil, fmt.Errorf("read tree hashes: %w", err)
 	}
 	for i, idx := range indexes {
-		if r.seen != nil && !slices.Contains(missing, idx) {
+		if (r.seen != nil || r.pending != nil) && !slices.Contains(missing, idx) {
 			continue // out[i] is set
 		}
 		b, ok := found[idx]
@@ -911,4 +941,8 @@ var migrations = []string{
 	// 8: the program, trace and step a call was made for are searchable
 	// (search.go).
 	programMigration,
+	// 9: the receipt journal (journal.go): a version without it would
+	// append after the database's last entry, before the journal's; so
+	// only a version that knows the journal may append.
+	journalMigration,
 }

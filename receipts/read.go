@@ -15,6 +15,9 @@ import (
 
 // Size returns the number of entries in the log.
 func (l *Reader) Size(ctx context.Context) (int64, error) {
+	if err := l.sync(ctx); err != nil {
+		return 0, err
+	}
 	var n int64
 	err := l.db.QueryRowContext(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM entries`).Scan(&n)
 	return n, err
@@ -23,6 +26,9 @@ func (l *Reader) Size(ctx context.Context) (int64, error) {
 // Tree returns the log's tree as it is now, unsigned: its size and hash,
 // read in one snapshot.
 func (l *Reader) Tree(ctx context.Context) (entry.Checkpoint, error) {
+	if err := l.sync(ctx); err != nil {
+		return entry.Checkpoint{}, err
+	}
 	var c entry.Checkpoint
 	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -64,6 +70,9 @@ func (l *Log) Checkpoint(ctx context.Context) ([]byte, entry.Checkpoint, error) 
 
 // ProveInclusion proves that entry index is in the tree of the given size.
 func (l *Reader) ProveInclusion(ctx context.Context, index, size int64) (tlog.RecordProof, error) {
+	if err := l.sync(ctx); err != nil {
+		return nil, err
+	}
 	p, err := tlog.ProveRecord(size, index, &hashReader{ctx: ctx, q: l.db})
 	if err != nil {
 		return nil, fmt.Errorf("prove entry %d in %d: %w", index, size, err)
@@ -74,6 +83,9 @@ func (l *Reader) ProveInclusion(ctx context.Context, index, size int64) (tlog.Re
 // ProveConsistency proves that the tree of size oldSize is a prefix of the
 // tree of size newSize.
 func (l *Reader) ProveConsistency(ctx context.Context, oldSize, newSize int64) (tlog.TreeProof, error) {
+	if err := l.sync(ctx); err != nil {
+		return nil, err
+	}
 	p, err := tlog.ProveTree(newSize, oldSize, &hashReader{ctx: ctx, q: l.db})
 	if err != nil {
 		return nil, fmt.Errorf("prove %d consistent with %d: %w", oldSize, newSize, err)
@@ -83,6 +95,9 @@ func (l *Reader) ProveConsistency(ctx context.Context, oldSize, newSize int64) (
 
 // TreeHash returns the tree hash of the log's first size entries.
 func (l *Reader) TreeHash(ctx context.Context, size int64) (tlog.Hash, error) {
+	if err := l.sync(ctx); err != nil {
+		return tlog.Hash{}, err
+	}
 	return tlog.TreeHash(size, &hashReader{ctx: ctx, q: l.db})
 }
 
@@ -114,6 +129,10 @@ func (p Payload) Erased() bool { return p.ErasedBy >= 0 }
 // payloads.
 func (l *Reader) Entries(ctx context.Context, from, to int64) iter.Seq2[Stored, error] {
 	return func(yield func(Stored, error) bool) {
+		if err := l.sync(ctx); err != nil {
+			yield(Stored{}, err)
+			return
+		}
 		rows, err := l.db.QueryContext(ctx, `SELECT e.idx, e.data, p.part, p.commitment, p.salt, p.data, coalesce(p.erased_by, -1),
 				p.not_kept_size, p.not_kept_cap
 			FROM entries e LEFT JOIN payloads p ON p.entry_idx = e.idx
@@ -164,6 +183,9 @@ func (l *Reader) Entries(ctx context.Context, from, to int64) iter.Seq2[Stored, 
 
 // EntryByID returns the entry with the given id.
 func (l *Reader) EntryByID(ctx context.Context, id string) (Stored, error) {
+	if err := l.sync(ctx); err != nil {
+		return Stored{}, err
+	}
 	var idx int64
 	err := l.db.QueryRowContext(ctx, `SELECT idx FROM entries WHERE id = ?`, id).Scan(&idx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -187,6 +209,9 @@ type Key struct {
 
 // Keys returns every key announced in the log, oldest first.
 func (l *Reader) Keys(ctx context.Context) ([]Key, error) {
+	if err := l.sync(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := l.db.QueryContext(ctx, `SELECT key_id, public_key, added_idx FROM keys ORDER BY added_idx`)
 	if err != nil {
 		return nil, err

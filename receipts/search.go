@@ -218,7 +218,7 @@ func programText(p *entry.Program) string {
 // append itself records a step back of the wall clock.) The full-text
 // index takes the entry in later (indexer.go). Its statements are
 // prepared once (l.stmts).
-func (l *Log) columnsTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, receiptIdx int64) error {
+func (l *Reader) columnsTx(ctx context.Context, tx *sql.Tx, e *entry.Entry, receiptIdx int64) error {
 	switch e.Kind {
 	case entry.KindOutcome:
 		if !l.programs {
@@ -424,6 +424,9 @@ type Page struct {
 // q.Before, so entries appended while someone pages through never shift
 // or repeat what they see.
 func (l *Reader) Search(ctx context.Context, q Query) (Page, error) {
+	if err := l.sync(ctx); err != nil {
+		return Page{}, err
+	}
 	p, err := l.search(ctx, q)
 	if err != nil {
 		return Page{}, fmt.Errorf("search: %w", err)
@@ -438,6 +441,9 @@ func (l *Reader) Search(ctx context.Context, q Query) (Page, error) {
 
 // Erasable returns how many payloads [Log.EraseMatching] would erase now.
 func (l *Reader) Erasable(ctx context.Context, q Query) (int, error) {
+	if err := l.sync(ctx); err != nil {
+		return 0, err
+	}
 	ids, err := l.erasable(ctx, q)
 	return len(ids), err
 }
@@ -492,6 +498,9 @@ func (l *Reader) erasable(ctx context.Context, q Query) ([]string, error) {
 // OutcomeOf returns the outcome of the receipt with the given id, or
 // ErrNotFound while it has none.
 func (l *Reader) OutcomeOf(ctx context.Context, receiptID string) (Stored, error) {
+	if err := l.sync(ctx); err != nil {
+		return Stored{}, err
+	}
 	var idx int64
 	err := l.db.QueryRowContext(ctx, `SELECT idx FROM entries WHERE receipt_id = ? AND kind = 'outcome' ORDER BY idx LIMIT 1`, receiptID).Scan(&idx)
 	if errors.Is(err, sql.ErrNoRows) {
