@@ -32,6 +32,13 @@ type committer struct {
 	wake    chan struct{} // an urgent job arrived
 	shared  *shared       // the home's shared commits (writer.go), when on; guarded by mu
 	storing bool          // a job that stores the journal in the database is queued; guarded by mu
+
+	// Receipts this process commits itself go to the journal from the
+	// goroutines of their calls (journalNow): the first to come leads,
+	// writing what is queued in turns until nothing is.
+	jmu      sync.Mutex
+	jqueue   []*job // guarded by jmu
+	jleading bool   // guarded by jmu
 }
 
 type job struct {
@@ -91,7 +98,12 @@ func (c *committer) push(j *job) {
 
 // submit queues d and waits until it is committed (or failed).
 func (c *committer) submit(ctx context.Context, d draft, urgent bool) (*entry.Entry, error) {
-	j := c.enqueue(d, urgent, false)
+	var j *job
+	if urgent && c.journals(d) && c.local() {
+		j = c.journalNow(ctx, d)
+	} else {
+		j = c.enqueue(d, urgent, false)
+	}
 	select {
 	case <-j.done:
 		return j.e, j.err
@@ -183,7 +195,7 @@ func (c *committer) commit(batch []*job) {
 		// stored in the database with the outcomes a little later.
 		var receipts, rest []*job
 		for _, j := range batch {
-			if j.urgent && j.d.kind == entry.KindReceipt && j.d.with == nil {
+			if j.urgent && c.journals(j.d) {
 				receipts = append(receipts, j)
 			} else {
 				rest = append(rest, j)
@@ -247,6 +259,52 @@ func (c *committer) commit(batch []*job) {
 			j.e, j.data = nil, nil
 		}
 		close(j.done)
+	}
+}
+
+// journals reports whether d, urgent, goes to the journal.
+func (c *committer) journals(d draft) bool {
+	return c.l.journal != nil && c.l.writes != nil && d.kind == entry.KindReceipt && d.with == nil
+}
+
+// local reports whether this process commits its own receipts: it does
+// not share commits, or it is the home's writer.
+func (c *committer) local() bool {
+	c.mu.Lock()
+	s := c.shared
+	c.mu.Unlock()
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lock != nil
+}
+
+// journalNow appends d to the journal in this goroutine, or in the one
+// that leads the writes now, together with the receipts that came
+// meanwhile: no handoff to the committer's goroutine on a call's path,
+// and one fdatasync for the receipts of concurrent calls.
+func (c *committer) journalNow(ctx context.Context, d draft) *job {
+	j := &job{d: d, urgent: true, done: make(chan struct{})}
+	c.jmu.Lock()
+	c.jqueue = append(c.jqueue, j)
+	if c.jleading {
+		c.jmu.Unlock()
+		return j
+	}
+	c.jleading = true
+	for {
+		batch := c.jqueue
+		c.jqueue = nil
+		if len(batch) == 0 {
+			c.jleading = false
+			c.jmu.Unlock()
+			return j
+		}
+		c.jmu.Unlock()
+		c.journaled(context.WithoutCancel(ctx), batch)
+		c.jmu.Lock()
 	}
 }
 

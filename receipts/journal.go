@@ -684,3 +684,40 @@ func (l *Log) appendJournal(ctx context.Context, batch []*job) error {
 	}
 	return nil
 }
+
+// scrubJournal writes zeros over every byte of the journal after its
+// records (those the database has, emptied but not yet written over), and
+// syncs them.
+func (l *Log) scrubJournal(ctx context.Context) error {
+	if l.journal == nil || l.writes == nil {
+		return nil
+	}
+	unlock, err := l.lockWrites(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	j := l.journal
+	size, err := sizeIn(ctx, &l.stmts, nil)
+	if err != nil {
+		return err
+	}
+	if err := j.refresh(ctx, l.Reader, size); err != nil {
+		return err
+	}
+	fi, err := j.f.Stat()
+	if err != nil {
+		return fmt.Errorf("scrub the receipt journal: %w", err)
+	}
+	zeros := make([]byte, 64<<10)
+	for off := j.off; off < fi.Size(); off += int64(len(zeros)) {
+		n := min(int64(len(zeros)), fi.Size()-off)
+		if _, err := j.f.WriteAt(zeros[:n], off); err != nil {
+			return fmt.Errorf("scrub the receipt journal: %w", err)
+		}
+	}
+	if err := datasync(j.f); err != nil {
+		return fmt.Errorf("scrub the receipt journal: %w", err)
+	}
+	return nil
+}

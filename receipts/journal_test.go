@@ -237,3 +237,28 @@ func FuzzJournalRecord(f *testing.F) {
 		}
 	})
 }
+
+// Erased arguments leave the journal too: the record that brought them
+// stays in the file, emptied, until a later one is written over it.
+func TestErasedArgumentsLeaveTheJournal(t *testing.T) {
+	ctx := context.Background()
+	l, st := MustOpen(t, newKey(t))
+	const secret = "vqpzlanternfish"
+	call(t, l, "mail", "send_email", entry.Allow, "c", `{"to":"before@example.com"}`, entry.Succeeded, `"queued"`)
+	r, _ := call(t, l, "mail", "send_email", entry.Allow, "c", `{"to":"`+secret+`@example.com"}`, "", "")
+	if _, err := l.Size(ctx); err != nil { // stored in the database, the journal emptied
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(st.Dir(), JournalFile)); err != nil || !strings.Contains(string(b), secret) {
+		t.Fatalf("the journal does not hold the emptied record (%v): the test shows nothing", err)
+	}
+	if _, err := l.Erase(ctx, []string{r.ID}, "request 9"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if dbContains(t, st, secret) {
+		t.Errorf("the home still holds %q after its erasure", secret)
+	}
+}

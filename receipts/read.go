@@ -297,6 +297,11 @@ func (l *Log) Erase(ctx context.Context, ids []string, reason string) (*entry.En
 		// checkpointed and reset. Best effort: a reader in another process
 		// can hold it back until later.
 		l.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+		// The receipt journal keeps the records it emptied until later
+		// ones are written over them: erased arguments may be among them.
+		if err := l.scrubJournal(ctx); err != nil {
+			return e, fmt.Errorf("erase: %w", err)
+		}
 	}
 	return e, nil
 }

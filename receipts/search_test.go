@@ -306,11 +306,11 @@ func TestSearchPaging(t *testing.T) {
 	}
 }
 
-// dbContains reports whether the database file or its write-ahead log
-// holds s anywhere, in any page, live or free.
+// dbContains reports whether the database file, its write-ahead log or the
+// receipt journal holds s anywhere, in any page, live or free.
 func dbContains(tb testing.TB, st *store.Store, s string) bool {
 	tb.Helper()
-	for _, p := range []string{st.DatabasePath(), st.DatabasePath() + "-wal"} {
+	for _, p := range []string{st.DatabasePath(), st.DatabasePath() + "-wal", filepath.Join(st.Dir(), JournalFile)} {
 		b, err := os.ReadFile(p)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			tb.Fatal(err)
