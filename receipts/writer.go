@@ -179,7 +179,7 @@ func (l *Log) ShareCommits() (stop func()) {
 		cancel()
 		s.mu.Lock()
 		if s.ln != nil {
-			s.ln.Close()
+			s.closeListener()
 		}
 		if s.client != nil {
 			s.client.nc.Close()
@@ -238,10 +238,11 @@ func (s *shared) serve() {
 	}
 	s.ln = ln
 	s.serves.Go(func() {
+		defer ln.Close()
 		for {
 			nc, err := ln.Accept()
 			if err != nil {
-				return
+				return // closed, or the deadline closeListener set
 			}
 			if err := checkPeer(nc); err != nil {
 				nc.Close()
@@ -250,6 +251,23 @@ func (s *shared) serve() {
 			s.serves.Go(func() { s.serveConn(nc) })
 		}
 	})
+}
+
+// closeListener stops taking connections without resetting any that
+// reached the socket: its name goes first, so that no client can connect
+// any more, then the connections already queued are accepted (and told
+// that the writer is closing, serveConn) until none is left. Closing the
+// listener with connections queued would reset them, drafts sent and
+// unread, and their calls would fail as if the writer had died. s.mu is
+// held.
+func (s *shared) closeListener() {
+	ul, ok := s.ln.(*net.UnixListener)
+	if !ok {
+		s.ln.Close()
+		return
+	}
+	os.Remove(filepath.Join(s.dir, writerSocket))
+	ul.SetDeadline(time.Now().Add(50 * time.Millisecond)) // the accept loop closes it then
 }
 
 // serveConn reads a client's drafts, queues each in the committer, and
