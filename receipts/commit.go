@@ -294,17 +294,32 @@ func (c *committer) journalNow(ctx context.Context, d draft) *job {
 		return j
 	}
 	c.jleading = true
+	c.jmu.Unlock()
+	c.lead(context.WithoutCancel(ctx), true)
+	return j
+}
+
+// lead writes the queued receipts to the journal, a batch at a time. A
+// call's goroutine leads one batch, its own, and leaves what came
+// meanwhile to a goroutine of its own, so that no call waits for others'.
+func (c *committer) lead(ctx context.Context, once bool) {
+	c.jmu.Lock()
 	for {
 		batch := c.jqueue
 		c.jqueue = nil
 		if len(batch) == 0 {
 			c.jleading = false
 			c.jmu.Unlock()
-			return j
+			return
 		}
 		c.jmu.Unlock()
-		c.journaled(context.WithoutCancel(ctx), batch)
+		c.journaled(ctx, batch)
 		c.jmu.Lock()
+		if once && len(c.jqueue) > 0 {
+			c.jmu.Unlock()
+			go c.lead(ctx, false)
+			return
+		}
 	}
 }
 
