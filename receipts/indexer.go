@@ -32,8 +32,9 @@ import (
 //
 // Its transactions run with synchronous=NORMAL: the index is derived from
 // the log and can always be rebuilt from it, so it needs no fsync of its
-// own; the next receipt's commit (synchronous=FULL) makes it durable with
-// it. A crash may lose an index transaction whole, cursor and all, never
+// own; the log's next commit to the database (synchronous=FULL: the one
+// that stores the receipt journal, or a write of the log's own) makes it
+// durable with it. A crash may lose an index transaction whole, cursor and all, never
 // half of one.
 //
 // Erasure takes the entries it erases out of the index when the index

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -182,12 +183,21 @@ func (g *governedTools) conn(server, client string) (*serverConn, error) {
 			return &ref
 		}
 		cfg.WithReceipt = func(ctx context.Context, _ *gateway.Call) receipts.TxWrite {
+			step := stepOf(ctx)
+			if step == nil {
+				return nil
+			}
 			// The record of the run's step before this one: one commit
 			// makes it and this receipt durable.
-			if step := stepOf(ctx); step != nil && step.tc.Pending != nil {
+			if step.tc.Pending != nil {
 				return step.tc.Pending.InTx
 			}
-			return nil
+			// The run's own rows written unflushed before its first tool
+			// step (the store's start) are made durable by this
+			// receipt's commit: so a program's receipt commits to the
+			// database, never to the receipt journal alone, whose sync
+			// does not flush the database's write-ahead log.
+			return func(context.Context, *sql.Tx) error { return nil }
 		}
 		cfg.Ask = func(ctx context.Context, req approval.Request, wait time.Duration, progress func(time.Duration)) (approval.Decision, error) {
 			step := stepOf(ctx)
