@@ -200,6 +200,17 @@ func readHeader(f *os.File) (gen uint64, base int64, ok bool, err error) {
 // process emptied it) or records another process appended. size is the
 // database's size, read under the same lock.
 func (j *journal) refresh(ctx context.Context, r *Reader, size int64) error {
+	if j.f != nil && !j.inPlace() {
+		// The file was removed or replaced behind the log's back. What
+		// this process wrote to it is readable only here: without records
+		// the database lacks, it takes the file that is there now;
+		// with some, it stops, closed.
+		if j.known && j.next() > size {
+			return fmt.Errorf("%w: it held entries %d to %d, which the database does not have", ErrJournalReplaced, size, j.next()-1)
+		}
+		j.f.Close()
+		j.f, j.known = nil, false
+	}
 	if err := j.open(size); err != nil {
 		return err
 	}
@@ -236,6 +247,21 @@ func (j *journal) refresh(ctx context.Context, r *Reader, size int64) error {
 		j.add(s)
 		j.off += n
 	}
+}
+
+// ErrJournalReplaced is the error of a write to a log whose receipt
+// journal was removed or replaced while it held receipts the database
+// does not have.
+var ErrJournalReplaced = errors.New("the receipt journal was removed or replaced")
+
+// inPlace reports whether j's open file is still the one at its path.
+func (j *journal) inPlace() bool {
+	open, err := j.f.Stat()
+	if err != nil {
+		return false
+	}
+	named, err := os.Stat(j.path)
+	return err == nil && os.SameFile(open, named)
 }
 
 // add takes s, written at j.off, as the journal's next record.

@@ -262,3 +262,41 @@ func TestErasedArgumentsLeaveTheJournal(t *testing.T) {
 		t.Errorf("the home still holds %q after its erasure", secret)
 	}
 }
+
+// A journal removed while it holds receipts the database does not have
+// stops the log, closed; removed once empty, it is made again.
+func TestJournalRemoved(t *testing.T) {
+	ctx := context.Background()
+	home, seed := t.TempDir(), newSeed(t)
+	l, _ := openShared(t, home, seed)
+	appendJournaled(t, l, `{"n":1}`)
+	path := filepath.Join(home, JournalFile)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendReceipt(ctx, sampleReceipt(), nil); !errors.Is(err, ErrJournalReplaced) {
+		t.Fatalf("append after the journal holding a receipt was removed: %v, want ErrJournalReplaced", err)
+	}
+
+	l2, _ := MustOpen(t, newKey(t))
+	if _, err := l2.AppendReceipt(ctx, sampleReceipt(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l2.Size(ctx); err != nil { // stored: the journal is empty
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(l2.home, JournalFile)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l2.AppendReceipt(ctx, sampleReceipt(), nil)
+	if err != nil {
+		t.Fatalf("append after an empty journal was removed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(l2.home, JournalFile)); err != nil {
+		t.Errorf("the journal was not made again: %v", err)
+	}
+	if _, err := l2.EntryByID(ctx, r.ID); err != nil {
+		t.Error(err)
+	}
+	verifyLog(t, l2)
+}
