@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"errors"
+	"sync"
 	"testing"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -397,4 +398,47 @@ func TestAppendReceiptWith(t *testing.T) {
 	if n, _ := l.Size(ctx); n != r.Index+1 || len(notes) != 1 || notes[0] != "with the receipt" {
 		t.Errorf("after a receipt with a note and one whose note failed: log size %d, notes %q; want %d and only the first note", n, notes, r.Index+1)
 	}
+}
+
+// An outcome for an unknown receipt that shares its transaction with other
+// outcomes fails alone: the others are committed.
+func TestOutcomeFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	l, _ := MustOpen(t, newKey(t))
+	var rs []*entry.Entry
+	for range 5 {
+		r, err := l.AppendReceipt(ctx, sampleReceipt(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	// Outcomes wait up to outcomeDelay for company: these six share one
+	// transaction.
+	errs := make([]error, len(rs)+1)
+	var wg sync.WaitGroup
+	for i := range errs {
+		receipt := "r-nope"
+		if i < len(rs) {
+			receipt = rs[i].ID
+		}
+		wg.Go(func() {
+			_, errs[i] = l.AppendOutcome(ctx, entry.Outcome{Receipt: receipt, Status: entry.Succeeded}, []byte(`{}`))
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i < len(rs) && err != nil {
+			t.Errorf("outcome %d: %v", i, err)
+		}
+		if i == len(rs) && !errors.Is(err, ErrNotFound) {
+			t.Errorf("outcome for an unknown receipt = %v, want ErrNotFound", err)
+		}
+	}
+	for _, r := range rs {
+		if _, err := l.OutcomeOf(ctx, r.ID); err != nil {
+			t.Errorf("outcome of %s: %v", r.ID, err)
+		}
+	}
+	verifyLog(t, l)
 }
