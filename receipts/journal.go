@@ -447,14 +447,10 @@ func (d *recordReader) uvarint() uint64 {
 	return v
 }
 
+// varint reads what binary.AppendVarint wrote: a zigzag-encoded uvarint.
 func (d *recordReader) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err, d.b = errRecord, nil
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
+	u := d.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func (d *recordReader) byte() byte {
