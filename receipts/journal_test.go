@@ -300,3 +300,19 @@ func TestJournalRemoved(t *testing.T) {
 	}
 	verifyLog(t, l2)
 }
+
+// Erasing what matches a query erases it in the receipts still in the
+// journal too.
+func TestEraseMatchingReachesTheJournal(t *testing.T) {
+	ctx := context.Background()
+	l, _ := openShared(t, t.TempDir(), newSeed(t))
+	es := appendJournaled(t, l, `{"to":"zqxwhitecliff@example.com"}`)
+	e, n, err := l.EraseMatching(ctx, Query{Text: "zqxwhitecliff"}, "request 11")
+	if err != nil || e == nil || n != 1 {
+		t.Fatalf("EraseMatching = %v, %d, %v; want the journaled receipt's arguments", e, n, err)
+	}
+	s, err := l.EntryByID(ctx, es[0].ID)
+	if err != nil || len(s.Payloads) != 1 || s.Payloads[0].Data != nil {
+		t.Errorf("the receipt's arguments after the erasure: %+v, %v", s.Payloads, err)
+	}
+}

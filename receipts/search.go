@@ -457,6 +457,9 @@ func (l *Log) EraseMatching(ctx context.Context, q Query, reason string) (*entry
 	if q.IsZero() {
 		return nil, 0, fmt.Errorf("erase matching: %w: the query selects every entry", ErrQuery)
 	}
+	if err := l.sync(ctx); err != nil { // the newest receipts may be in the journal
+		return nil, 0, fmt.Errorf("erase matching: %w", err)
+	}
 	if _, err := l.CatchUpIndex(ctx); err != nil {
 		return nil, 0, fmt.Errorf("erase matching: %w", err)
 	}
