@@ -22,7 +22,7 @@ func reviewHarness(t *testing.T) (*harness, gate.ToolStatus) {
 	// The list flags the server with a held tool.
 	h.wait("github flagged", func() bool { return h.ui.view.held["github"] == 1 })
 	assertShows(t, objectText(h.ui.view.list), "1 changed tool")
-	h.ui.view.selectServer("github")
+	h.locked(func() { h.ui.view.selectServer("github") })
 	var changed gate.ToolStatus
 	h.wait("github's changed tool", func() bool {
 		k := slices.IndexFunc(h.ui.view.detail.tools, func(t gate.ToolStatus) bool { return t.Pin == gate.Changed })

@@ -292,7 +292,7 @@ func TestEditAndRemoveServer(t *testing.T) {
 	}
 
 	// Remove: its credentials leave the keychain.
-	h.ui.view.remove(got)
+	h.locked(func() { h.ui.view.remove(got) })
 	confirm := findButton(h.ui.win.Canvas().Overlays().Top(), "Remove")
 	if confirm == nil {
 		t.Fatalf("no confirmation:\n%s", h.screen())
@@ -336,7 +336,7 @@ func TestToolsAndPins(t *testing.T) {
 	h := newHarness(t, nil)
 	h.seeded(10)
 	h.tapRefresh()
-	h.ui.view.selectServer("github")
+	h.locked(func() { h.ui.view.selectServer("github") })
 	h.wait("github's tools", func() bool {
 		return slices.ContainsFunc(h.ui.view.detail.tools, func(t gate.ToolStatus) bool { return t.Name == "delete_branch" })
 	})
