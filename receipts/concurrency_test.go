@@ -7,10 +7,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,13 +68,30 @@ func runRole(role string) error {
 	switch role {
 	case "writer":
 		return writeCalls(ctx, l, w, n, nil)
-	case "looper":
-		// Appends until killed, and says so after each commit.
+	case "looper", "shared-looper", "burst-looper":
+		// Appends until killed, and says so after each commit; a
+		// shared-looper shares the home's commits (writer.go); a
+		// burst-looper also appends from eight goroutines at once, as a
+		// proxy with calls in flight does.
+		if role != "looper" {
+			defer l.ShareCommits()()
+		}
+		var mu sync.Mutex
 		out := bufio.NewWriter(os.Stdout)
-		return writeCalls(ctx, l, w, -1, func(e *entry.Entry) {
+		done := func(e *entry.Entry) {
+			mu.Lock()
 			fmt.Fprintln(out, e.ID)
 			out.Flush()
-		})
+			mu.Unlock()
+		}
+		if role != "burst-looper" {
+			return writeCalls(ctx, l, w, -1, done)
+		}
+		errs := make(chan error, 8)
+		for g := range 8 {
+			go func() { errs <- writeCalls(ctx, l, fmt.Sprintf("%s.%d", w, g), -1, done) }()
+		}
+		return <-errs
 	case "bench-writer":
 		return benchWriter(ctx, l, w, n)
 	case "bench-sharer":
@@ -105,6 +124,9 @@ func writeCalls(ctx context.Context, l *Log, writer string, n int, done func(*en
 			Capability: "mcp.files.read_file", Server: "files", Tool: "read_file", Decision: entry.Allow,
 			Rule: "test", Client: entry.Client{Name: "writer-" + writer},
 		}, fmt.Appendf(nil, `{"marker":"wq%sx","seq":%d,"path":"/tmp/%s/%d.txt"}`, writer, i, writer, i))
+		if errors.Is(err, ErrWriterGone) {
+			continue // the home's writer was killed: as a proxy, refuse this call and go on
+		}
 		if err != nil {
 			return err
 		}
@@ -117,6 +139,9 @@ func writeCalls(ctx context.Context, l *Log, writer string, n int, done func(*en
 		}
 		o, err := l.AppendOutcome(ctx, entry.Outcome{Receipt: r.ID, Status: entry.Succeeded, DurationMS: 1},
 			fmt.Appendf(nil, `{"content":[{"type":"text","text":"read wq%sx %d"}]}`, writer, i))
+		if errors.Is(err, ErrWriterGone) {
+			continue
+		}
 		if err != nil {
 			return err
 		}

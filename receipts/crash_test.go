@@ -31,7 +31,10 @@ func TestKilledWriters(t *testing.T) {
 		// while it creates the database. Then one to three at once.
 		var ws []*looper
 		for i := range 1 + rng.IntN(3)*min(round, 1) {
-			ws = append(ws, startLooper(t, home, key, strconv.Itoa(round*10+i)))
+			// Each commits its own, or through the home's writer (or as
+			// it), one append at a time or eight.
+			role := []string{"looper", "shared-looper", "burst-looper"}[rng.IntN(3)]
+			ws = append(ws, startLooper(t, home, key, role, strconv.Itoa(round*10+i)))
 		}
 		// Each writer is killed on its own schedule: after some appends (or
 		// none: then the kill may land while the process opens the database
@@ -107,9 +110,9 @@ type looper struct {
 	out *bufio.Reader
 }
 
-func startLooper(tb testing.TB, home string, seed []byte, writer string) *looper {
+func startLooper(tb testing.TB, home string, seed []byte, role, writer string) *looper {
 	tb.Helper()
-	cmd := startRole(tb, "looper", home, seed, writer, 0)
+	cmd := startRole(tb, role, home, seed, writer, 0)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 	"modernc.org/sqlite"
@@ -49,6 +50,15 @@ import (
 //   - Before it appends, a writer compares the database's size with the
 //     journal's: a database that got ahead (an emptying that failed) has
 //     the journal stored and emptied first.
+//   - A write transaction marks the journal's header before it commits;
+//     the emptying takes the mark off. A process killed in SQLite's commit
+//     can leave a commit in the write-ahead log that other connections do
+//     not see until SQLite recovers the log, later: a receipt written to
+//     the journal meanwhile, after the database's size as it looked, would
+//     claim the place of an entry of that commit. So the next holder of
+//     the lock that finds the mark settles the database first, with a
+//     transaction that writes: its commit either follows the dead one,
+//     seen, or writes over it.
 //   - A record is valid only with the header's generation, the next index,
 //     and its checksum: a record cut short by a crash ends the journal, and
 //     the next record is written over it. A receipt is acknowledged only
@@ -101,6 +111,9 @@ type journal struct {
 	off    int64  // where the next record goes
 	recs   []*sealed
 	hashes map[int64]tlog.Hash // the stored tree hashes recs add
+	// dirty: the header carries the committing mark of a holder of the
+	// write lock that did not empty the journal after its commit.
+	dirty bool
 }
 
 // next is the index of the entry after the journal's records.
@@ -143,7 +156,7 @@ func (j *journal) create(size int64) error {
 		}
 	}
 	gen := binary.LittleEndian.Uint64(entry.NewSalt())
-	if _, err := f.WriteAt(journalHeader(gen, size), 0); err != nil {
+	if _, err := f.WriteAt(journalHeader(gen, size, 0), 0); err != nil {
 		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
@@ -173,27 +186,43 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-func journalHeader(gen uint64, base int64) []byte {
+// The header: magic, generation, base, flags, CRC-32C of what precedes it.
+const headerCommitting = 1 // a write transaction of the log was committing
+
+func journalHeader(gen uint64, base int64, flags uint32) []byte {
 	h := make([]byte, 32)
 	copy(h, journalMagic)
 	binary.LittleEndian.PutUint64(h[8:], gen)
 	binary.LittleEndian.PutUint64(h[16:], uint64(base))
-	binary.LittleEndian.PutUint32(h[24:], crc32.Checksum(h[:24], castagnoli))
+	binary.LittleEndian.PutUint32(h[24:], flags)
+	binary.LittleEndian.PutUint32(h[28:], crc32.Checksum(h[:28], castagnoli))
 	return h
 }
 
 // readHeader reads the journal's header; ok is false for one that is not
 // whole (a journal being emptied when the machine stopped: it held nothing
 // the database did not).
-func readHeader(f *os.File) (gen uint64, base int64, ok bool, err error) {
+func readHeader(f *os.File) (gen uint64, base int64, flags uint32, ok bool, err error) {
 	h := make([]byte, 32)
 	if _, err := f.ReadAt(h, 0); err != nil && !errors.Is(err, io.EOF) {
-		return 0, 0, false, fmt.Errorf("read the receipt journal: %w", err)
+		return 0, 0, 0, false, fmt.Errorf("read the receipt journal: %w", err)
 	}
-	if string(h[:8]) != journalMagic || binary.LittleEndian.Uint32(h[24:]) != crc32.Checksum(h[:24], castagnoli) {
-		return 0, 0, false, nil
+	if string(h[:8]) != journalMagic || binary.LittleEndian.Uint32(h[28:]) != crc32.Checksum(h[:28], castagnoli) {
+		return 0, 0, 0, false, nil
 	}
-	return binary.LittleEndian.Uint64(h[8:]), int64(binary.LittleEndian.Uint64(h[16:])), true, nil
+	return binary.LittleEndian.Uint64(h[8:]), int64(binary.LittleEndian.Uint64(h[16:])), binary.LittleEndian.Uint32(h[24:]), true, nil
+}
+
+// committing marks the journal, before a write transaction of the log
+// commits, as that transaction's: the mark is taken off when the journal
+// is emptied after the commit. A holder of the write lock that finds it
+// knows that the last holder died committing (settle).
+func (j *journal) committing() error {
+	if _, err := j.f.WriteAt(journalHeader(j.gen, j.base, headerCommitting), 0); err != nil {
+		j.known = false
+		return fmt.Errorf("mark the receipt journal: %w", err)
+	}
+	return nil
 }
 
 // refresh brings j up to date with the file: a new generation (another
@@ -214,18 +243,21 @@ func (j *journal) refresh(ctx context.Context, r *Reader, size int64) error {
 	if err := j.open(size); err != nil {
 		return err
 	}
-	gen, base, ok, err := readHeader(j.f)
+	gen, base, flags, ok, err := readHeader(j.f)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		// A header cut short by a crash: the journal was being emptied,
-		// and the database holds what it held.
+		// and the database holds what it held. It is emptied again once
+		// the database is settled.
+		gen, base, flags = j.gen+1, size, headerCommitting
 		if err := j.reset(size); err != nil {
 			return err
 		}
-		gen, base = j.gen, j.base
+		gen = j.gen
 	}
+	j.dirty = flags&headerCommitting != 0
 	if !j.known || gen != j.gen {
 		j.known, j.gen, j.base, j.off, j.recs, j.hashes = true, gen, base, journalHeaderSize, nil, map[int64]tlog.Hash{}
 	}
@@ -248,6 +280,11 @@ func (j *journal) refresh(ctx context.Context, r *Reader, size int64) error {
 		j.off += n
 	}
 }
+
+// ErrJournalForked is the error of storing a journal record that does not
+// extend the log in the database: something wrote the database or the
+// journal behind the log's rules. Nothing more is stored or appended.
+var ErrJournalForked = errors.New("the receipt journal does not extend the log")
 
 // ErrJournalReplaced is the error of a write to a log whose receipt
 // journal was removed or replaced while it held receipts the database
@@ -341,10 +378,11 @@ func (j *journal) unwrite() {
 // among them.
 func (j *journal) reset(size int64) error {
 	gen := j.gen + 1
-	if _, err := j.f.WriteAt(journalHeader(gen, size), 0); err != nil {
+	if _, err := j.f.WriteAt(journalHeader(gen, size, 0), 0); err != nil {
 		j.known = false
 		return fmt.Errorf("empty the receipt journal: %w", err)
 	}
+	j.dirty = false
 	j.known, j.gen, j.base, j.off, j.recs, j.hashes = true, gen, size, journalHeaderSize, nil, map[int64]tlog.Hash{}
 	return nil
 }
@@ -519,6 +557,17 @@ func (r *Reader) txLocked(ctx context.Context, conn *sql.Conn, f func(tx *sql.Tx
 		if err := r.storeJournal(ctx, tx); err != nil {
 			return err
 		}
+		if r.journal.dirty {
+			// The last holder of the lock died committing: its commit may
+			// be in the write-ahead log unseen, and seen later, once
+			// SQLite recovers the log. This transaction writes, so that
+			// its commit settles it: after it, what the database holds is
+			// final (the dead commit was seen, or is written over).
+			if _, err := r.stmts.exec(ctx, tx, `INSERT INTO log_meta (key, value) VALUES ('settled', ?)
+				ON CONFLICT (key) DO UPDATE SET value = excluded.value`, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+				return err
+			}
+		}
 	}
 	if err := f(tx); err != nil {
 		return err
@@ -526,6 +575,9 @@ func (r *Reader) txLocked(ctx context.Context, conn *sql.Conn, f func(tx *sql.Tx
 	var size int64
 	if journaled {
 		if size, err = sizeIn(ctx, &r.stmts, tx); err != nil {
+			return err
+		}
+		if err := r.journal.committing(); err != nil {
 			return err
 		}
 	}
@@ -593,6 +645,16 @@ func (r *Reader) storeJournal(ctx context.Context, tx *sql.Tx) error {
 				return err
 			}
 		}
+		// The record must extend the log the database holds: its prev is
+		// the tree of the entries before it, read from the database (not
+		// from any process's memory).
+		prev, err := tlog.TreeHash(size, &hashReader{ctx: ctx, q: tx})
+		if err != nil {
+			return fmt.Errorf("store entry %d from the receipt journal: %w", s.e.Index, err)
+		}
+		if entry.FormatTreeHash(prev) != s.e.Prev {
+			return fmt.Errorf("%w: entry %d in the receipt journal was signed over another tree than the database's", ErrJournalForked, s.e.Index)
+		}
 		if err := r.store(ctx, tx, s, last); err != nil {
 			return fmt.Errorf("store entry %d from the receipt journal: %w", s.e.Index, err)
 		}
@@ -623,9 +685,9 @@ func (r *Reader) journalPending() bool {
 		return false // none yet
 	}
 	defer f.Close()
-	gen, base, ok, err := readHeader(f)
-	if err != nil || !ok {
-		return err != nil || !ok // let the locked look decide
+	gen, base, flags, ok, err := readHeader(f)
+	if err != nil || !ok || flags&headerCommitting != 0 {
+		return true // let the locked look decide, and settle
 	}
 	var h [recordHeaderSize]byte
 	if _, err := f.ReadAt(h[:], journalHeaderSize); err != nil {
@@ -663,8 +725,10 @@ func (l *Log) appendJournal(ctx context.Context, batch []*job) error {
 	if size < j.base {
 		return shrunk(size, j.base)
 	}
-	// A database ahead of the journal (an emptying that failed), or a
-	// journal too full for the batch: store it first.
+	// A database ahead of the journal (an emptying that failed), a
+	// journal too full for the batch, or a holder of the lock that died
+	// committing (its commit may show in the database later, and a record
+	// written now could claim its place): store and settle first.
 	var need int64
 	for _, jb := range batch {
 		need += 4 << 10
@@ -672,7 +736,7 @@ func (l *Log) appendJournal(ctx context.Context, batch []*job) error {
 			need += int64(len(p.data))
 		}
 	}
-	if size > j.base || !j.fits(need) {
+	if size > j.base || !j.fits(need) || j.dirty {
 		if err := l.txLocked(ctx, nil, func(*sql.Tx) error { return nil }); err != nil {
 			l.hashes.clear()
 			l.checked.set(nil, 0)

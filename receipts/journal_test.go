@@ -24,7 +24,7 @@ func journalRecords(t *testing.T, home string) []*sealed {
 	}
 	defer f.Close()
 	j.f = f
-	gen, base, ok, err := readHeader(f)
+	gen, base, _, ok, err := readHeader(f)
 	if err != nil || !ok {
 		t.Fatalf("journal header: %v, %v", ok, err)
 	}
@@ -315,4 +315,42 @@ func TestEraseMatchingReachesTheJournal(t *testing.T) {
 	if err != nil || len(s.Payloads) != 1 || s.Payloads[0].Data != nil {
 		t.Errorf("the receipt's arguments after the erasure: %+v, %v", s.Payloads, err)
 	}
+}
+
+// A holder of the write lock that died committing leaves the journal
+// marked: the next write settles the database with a transaction that
+// writes (a dead commit that SQLite has not shown yet is then either shown
+// or written over), and takes the mark off.
+func TestJournalSettlesADeadCommit(t *testing.T) {
+	ctx := context.Background()
+	home, seed := t.TempDir(), newSeed(t)
+	l, st := openShared(t, home, seed)
+	appendJournaled(t, l, `{"n":1}`)
+	// As a writer killed between the mark and the journal's emptying.
+	unlock, err := l.lockWrites(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.journal.committing(); err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+
+	l2, _ := openShared(t, home, seed)
+	if _, err := l2.AppendReceipt(ctx, sampleReceipt(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var settled string
+	if err := st.DB().QueryRowContext(ctx, `SELECT value FROM log_meta WHERE key = 'settled'`).Scan(&settled); err != nil {
+		t.Errorf("no settling write after a commit that died: %v", err)
+	}
+	f, err := os.Open(filepath.Join(home, JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, _, flags, ok, err := readHeader(f); err != nil || !ok || flags != 0 {
+		t.Errorf("journal header after settling: flags %d, ok %v, %v; want the mark off", flags, ok, err)
+	}
+	verifyLog(t, l2)
 }
