@@ -251,11 +251,10 @@ func (j *journal) refresh(ctx context.Context, r *Reader, size int64) error {
 		// A header cut short by a crash: the journal was being emptied,
 		// and the database holds what it held. It is emptied again once
 		// the database is settled.
-		gen, base, flags = j.gen+1, size, headerCommitting
 		if err := j.reset(size); err != nil {
 			return err
 		}
-		gen = j.gen
+		gen, base, flags = j.gen, size, headerCommitting
 	}
 	j.dirty = flags&headerCommitting != 0
 	if !j.known || gen != j.gen {
