@@ -51,15 +51,21 @@ func appBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "gatehouse-app")
-		cmd := exec.Command("go", "build", "-ldflags", "-X main.version="+testVersion, "-o", binPath, ".")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		buildErr = goBuild(binPath, ".", "-ldflags", "-X main.version="+testVersion)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// goBuild builds the package pkg (a path from this one) into out.
+func goBuild(out, pkg string, flags ...string) error {
+	args := append(append([]string{"build"}, flags...), "-o", out, pkg)
+	if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
 }
 
 func TestMain(m *testing.M) {

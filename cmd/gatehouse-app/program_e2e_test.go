@@ -23,12 +23,7 @@ import (
 func cliBinary(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(filepath.Dir(appBinary(t)), "gatehouse")
-	cliOnce.Do(func() {
-		cmd := exec.Command("go", "build", "-o", path, "../gatehouse")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			cliErr = fmt.Errorf("go build ../gatehouse: %v\n%s", err, out)
-		}
-	})
+	cliOnce.Do(func() { cliErr = goBuild(path, "../gatehouse") })
 	if cliErr != nil {
 		t.Fatal(cliErr)
 	}
